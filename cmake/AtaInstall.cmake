@@ -1,0 +1,20 @@
+# Installs the library with an exported CMake package: find_package(ata CONFIG) + ata::ata.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(ATA_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/ata")
+
+install(TARGETS ata EXPORT ataTargets
+        ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+        LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+        INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/ata" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(EXPORT ataTargets NAMESPACE ata:: DESTINATION "${ATA_CMAKE_DIR}")
+
+configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/ataConfig.cmake.in"
+                              "${PROJECT_BINARY_DIR}/ataConfig.cmake"
+                              INSTALL_DESTINATION "${ATA_CMAKE_DIR}")
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/ataConfigVersion.cmake"
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/ataConfig.cmake" "${PROJECT_BINARY_DIR}/ataConfigVersion.cmake"
+        DESTINATION "${ATA_CMAKE_DIR}")

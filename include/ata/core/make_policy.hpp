@@ -1,0 +1,31 @@
+#pragma once
+/// @file
+/// Policies by name, as the apps and configuration files spell them.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ata/core/policy.hpp"
+
+namespace ata {
+
+/// Parameters of the named policies; each policy reads only its own.
+struct PolicyOptions {
+  std::optional<double> alpha;  ///< "ata": bound on the sub-exponential norms (required).
+  double eta = 1.0;             ///< "ata-e": bound on norm / mean.
+  std::vector<double> means;    ///< "ofta": true mean task time of each worker (required).
+};
+
+/// The names make_policy() accepts: gta, ofta, uta, ata, ata-e, pull.
+[[nodiscard]] std::span<const std::string_view> policy_names() noexcept;
+
+/// Builds the policy called `name` for `workers` workers. Throws ata::InvalidArgument for an
+/// unknown name (listing the known ones), a missing or bad parameter, or workers = 0.
+[[nodiscard]] std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
+                                                  const PolicyOptions& options = {});
+
+}  // namespace ata

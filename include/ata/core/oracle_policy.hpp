@@ -1,0 +1,39 @@
+#pragma once
+/// @file
+/// OFTA: the optimal fixed allocation computed from the true mean task times.
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ata/core/policy.hpp"
+
+namespace ata {
+
+/// OFTA, the oracle yardstick: a* = argmin_a max_i a_i mu_i with the true means, every round.
+/// Nobody knows the means in practice; the simulator does, and so does a calibrated cluster.
+///
+/// @code
+/// ata::OraclePolicy oracle(std::vector<double>{1.0, 2.0, 4.0});
+/// ata::Allocation a = oracle.allocate(7);  // {4, 2, 1}
+/// @endcode
+///
+/// Not thread-safe (see Policy).
+class OraclePolicy final : public Policy {
+ public:
+  /// One mean per worker. Throws ata::InvalidArgument for no workers or a mean that is not
+  /// finite and > 0.
+  explicit OraclePolicy(std::vector<double> means);
+
+  [[nodiscard]] std::string_view name() const noexcept override { return "ofta"; }
+  [[nodiscard]] std::span<const double> means() const noexcept { return means_; }
+
+ private:
+  void choose(std::size_t batch, Allocation& out) override;
+
+  std::vector<double> means_;
+  Allocation cached_;  // the solution for cached_.total() tasks
+};
+
+}  // namespace ata

@@ -1,0 +1,43 @@
+#pragma once
+/// @file
+/// Running statistics of one worker's task durations.
+
+#include <cstddef>
+
+namespace ata {
+
+/// Count, mean, variance and sum of a stream of durations, updated in O(1) per sample with
+/// Welford's algorithm, so the variance stays accurate when the mean is large compared with
+/// the spread (the naive sum-of-squares formula cancels catastrophically there).
+///
+/// @code
+/// ata::WorkerStats s;
+/// s.add(0.5);
+/// s.add(1.5);
+/// // s.count() == 2, s.mean() == 1.0, s.variance() == 0.5
+/// @endcode
+///
+/// Not thread-safe: one owner updates it.
+class WorkerStats {
+ public:
+  /// Adds one duration. Throws ata::InvalidArgument if `seconds` is NaN, infinite or negative.
+  void add(double seconds);
+
+  [[nodiscard]] std::size_t count() const noexcept { return count_; }
+  /// Mean of the samples; 0 when there are none.
+  [[nodiscard]] double mean() const noexcept { return mean_; }
+  /// Unbiased sample variance (divides by count - 1); 0 with fewer than two samples.
+  [[nodiscard]] double variance() const noexcept;
+  /// Square root of variance().
+  [[nodiscard]] double stddev() const noexcept;
+  /// Sum of the samples (the worker's total busy time).
+  [[nodiscard]] double sum() const noexcept { return sum_; }
+
+ private:
+  std::size_t count_ = 0;
+  double mean_ = 0.0;
+  double m2_ = 0.0;  // sum of squared deviations from the running mean
+  double sum_ = 0.0;
+};
+
+}  // namespace ata

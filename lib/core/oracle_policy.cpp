@@ -1,0 +1,29 @@
+#include "ata/core/oracle_policy.hpp"
+
+#include <string>
+
+#include "ata/core/solver.hpp"
+#include "core/checks.hpp"
+
+namespace ata {
+
+namespace {
+
+std::vector<double> checked_means(std::vector<double> means) {
+  for (std::size_t i = 0; i < means.size(); ++i) {
+    detail::require_positive(means[i], ("mean of worker " + std::to_string(i)).c_str());
+  }
+  return means;
+}
+
+}  // namespace
+
+OraclePolicy::OraclePolicy(std::vector<double> means)
+    : Policy(means.size()), means_(checked_means(std::move(means))) {}
+
+void OraclePolicy::choose(std::size_t batch, Allocation& out) {
+  if (cached_.total() != batch) cached_ = solve_min_max(means_, batch);
+  out = cached_;
+}
+
+}  // namespace ata

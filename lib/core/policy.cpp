@@ -1,0 +1,46 @@
+#include "ata/core/policy.hpp"
+
+#include <string>
+
+#include "ata/core/error.hpp"
+#include "core/checks.hpp"
+
+namespace ata {
+
+Policy::Policy(std::size_t workers) : stats_(workers) {
+  if (workers == 0) throw InvalidArgument("a policy needs at least one worker, got 0");
+}
+
+Allocation Policy::allocate(std::size_t batch) {
+  Allocation out(workers());
+  allocate(batch, out);
+  return out;
+}
+
+void Policy::allocate(std::size_t batch, Allocation& out) {
+  if (dispatch() != Dispatch::allocated) {
+    throw Error("policy '" + std::string(name()) +
+                "' dispatches tasks dynamically and has no allocation to give");
+  }
+  if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
+  if (out.size() == workers()) {
+    out.clear();
+  } else {
+    out = Allocation(workers());
+  }
+  ++round_;
+  choose(batch, out);
+}
+
+void Policy::observe(std::size_t worker, double seconds) {
+  detail::require_worker_index(worker, workers());
+  stats_[worker].add(seconds);  // validates the duration
+  learn(worker, seconds);
+}
+
+const WorkerStats& Policy::stats(std::size_t worker) const {
+  detail::require_worker_index(worker, workers());
+  return stats_[worker];
+}
+
+}  // namespace ata

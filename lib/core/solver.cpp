@@ -1,0 +1,183 @@
+#include "ata/core/solver.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ata/core/error.hpp"
+#include "core/checks.hpp"
+
+namespace ata {
+
+void RoundRobinSpread::spread(std::span<const std::size_t> eligible, std::size_t batch,
+                              Allocation& out) {
+  if (eligible.empty()) throw InvalidArgument("spread: no eligible worker to give tasks to");
+  const std::size_t z = eligible.size();
+  const std::size_t each = batch / z;
+  const std::size_t extra = batch % z;
+  const std::size_t start = static_cast<std::size_t>(offset_ % z);
+  for (std::size_t p = 0; p < z; ++p) {
+    // Position p receives one of the `extra` tasks when it lies in [start, start + extra) mod z.
+    const std::size_t distance = (p + z - start) % z;
+    const std::size_t tasks = each + (distance < extra ? 1 : 0);
+    if (tasks > 0) out.add(eligible[p], tasks);
+  }
+  offset_ += batch;
+}
+
+namespace {
+
+// Lexicographic (score, index): the deterministic tie-break.
+struct ScoreOrder {
+  std::span<const double> scores;
+  bool operator()(std::size_t a, std::size_t b) const noexcept {
+    return scores[a] < scores[b] || (scores[a] == scores[b] && a < b);
+  }
+};
+
+}  // namespace
+
+Allocation MinMaxSolver::solve(std::span<const double> scores, std::size_t batch) {
+  Allocation out;
+  solve(scores, batch, out);
+  return out;
+}
+
+void MinMaxSolver::solve(std::span<const double> scores, std::size_t batch, Allocation& out) {
+  if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
+  if (scores.empty()) throw InvalidArgument("cannot allocate over 0 workers: need n >= 1");
+  // Integer checks on the bit patterns, which the compiler vectorises: a double is finite and
+  // >= +0 iff its pattern has the sign bit clear and stays clear when the exponent is bumped.
+  constexpr std::uint64_t kSign = 0x8000'0000'0000'0000;
+  constexpr std::uint64_t kExponentStep = 0x0010'0000'0000'0000;
+  std::uint64_t flags = 0;
+  std::uint64_t zeros = 0;
+  for (const double s : scores) {
+    const auto bits = std::bit_cast<std::uint64_t>(s);
+    flags |= bits | (bits + kExponentStep);
+    zeros += static_cast<std::uint64_t>(bits == 0);
+  }
+  const bool valid = (flags & kSign) == 0;
+  bool any_zero = zeros > 0;
+  if (!valid) {
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+      if (!std::isfinite(scores[i]) || scores[i] < 0.0) {
+        throw InvalidArgument("score of worker " + std::to_string(i) +
+                              " must be finite and >= 0, got " + detail::to_text(scores[i]));
+      }
+    }
+    any_zero = true;  // only -0.0 reaches here: valid, and zero
+  }
+  if (out.size() == scores.size()) {
+    out.clear();
+  } else {
+    out = Allocation(scores.size());
+  }
+  if (any_zero) {
+    candidates_.clear();
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+      if (scores[i] == 0.0) candidates_.push_back(i);
+    }
+    spread_.spread(candidates_, batch, out);
+    return;
+  }
+  solve_positive(scores, batch, out);
+}
+
+void MinMaxSolver::solve_positive(std::span<const double> scores, std::size_t batch,
+                                  Allocation& out) {
+  const std::size_t n = scores.size();
+  const std::size_t m = std::min(batch, n);
+  const ScoreOrder order{scores};
+
+  // Only the m smallest (score, index) workers can receive a task: any other worker has m >= B
+  // workers whose first task comes before its own.
+  if (m == n) {
+    candidates_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) candidates_[i] = i;
+  } else if (m * 16 < n) {
+    // Few winners among many: one pass with a bounded max-heap; most workers lose a single
+    // comparison with the heap's top, so this is close to n comparisons.
+    candidates_.resize(m);
+    for (std::size_t i = 0; i < m; ++i) candidates_[i] = i;
+    std::make_heap(candidates_.begin(), candidates_.end(), order);
+    // Every index in the heap is below i, so a tie never displaces: compare scores only.
+    double worst = scores[candidates_.front()];
+    for (std::size_t i = m; i < n; ++i) {
+      if (scores[i] < worst) {
+        std::pop_heap(candidates_.begin(), candidates_.end(), order);
+        candidates_.back() = i;
+        std::push_heap(candidates_.begin(), candidates_.end(), order);
+        worst = scores[candidates_.front()];
+      }
+    }
+  } else {
+    candidates_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) candidates_[i] = i;
+    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(m),
+                     candidates_.end(), order);
+    candidates_.resize(m);
+  }
+
+  // Fill to the fractional level: c_i = #{j >= 1 : j s_i < lambda}. Every pair below lambda
+  // precedes every pair at or above it, so this is a prefix of the greedy order; the products
+  // are checked in floating point exactly as the greedy compares them.
+  double inverse_sum = 0.0;
+  for (const std::size_t i : candidates_) inverse_sum += 1.0 / scores[i];
+  const double level = static_cast<double>(batch) / inverse_sum;
+  counts_.resize(m);
+  std::size_t placed = 0;
+  for (std::size_t c = 0; c < m; ++c) {
+    const double s = scores[candidates_[c]];
+    auto count = static_cast<std::size_t>(std::floor(level / s));
+    while (count > 0 && static_cast<double>(count) * s >= level) --count;
+    while (static_cast<double>(count + 1) * s < level) ++count;
+    counts_[c] = count;
+    placed += count;
+  }
+  // Rounding can overshoot B by a task or two: drop the last pairs of the greedy order.
+  while (placed > batch) {
+    std::size_t last = 0;
+    for (std::size_t c = 1; c < m; ++c) {
+      const double vl = static_cast<double>(counts_[last]) * scores[candidates_[last]];
+      const double vc = static_cast<double>(counts_[c]) * scores[candidates_[c]];
+      if (vc > vl || (vc == vl && candidates_[c] > candidates_[last])) last = c;
+    }
+    --counts_[last];
+    --placed;
+  }
+
+  // Place the remaining (at most m) tasks greedily.
+  if (placed < batch) {
+    heap_.clear();
+    for (std::size_t c = 0; c < m; ++c) {
+      heap_.emplace_back(static_cast<double>(counts_[c] + 1) * scores[candidates_[c]], c);
+    }
+    // Heap entries carry the candidate slot; break ties by worker index, not slot.
+    auto after = [this](const std::pair<double, std::size_t>& a,
+                        const std::pair<double, std::size_t>& b) {
+      return a.first > b.first ||
+             (a.first == b.first && candidates_[a.second] > candidates_[b.second]);
+    };
+    std::make_heap(heap_.begin(), heap_.end(), after);
+    for (; placed < batch; ++placed) {
+      std::pop_heap(heap_.begin(), heap_.end(), after);
+      const std::size_t c = heap_.back().second;
+      ++counts_[c];
+      heap_.back().first = static_cast<double>(counts_[c] + 1) * scores[candidates_[c]];
+      std::push_heap(heap_.begin(), heap_.end(), after);
+    }
+  }
+  for (std::size_t c = 0; c < m; ++c) {
+    if (counts_[c] > 0) out.add(candidates_[c], counts_[c]);
+  }
+}
+
+Allocation solve_min_max(std::span<const double> scores, std::size_t batch) {
+  return MinMaxSolver{}.solve(scores, batch);
+}
+
+}  // namespace ata

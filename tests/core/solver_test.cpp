@@ -1,0 +1,152 @@
+#include "ata/core/solver.hpp"
+
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_exception.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ata/core/error.hpp"
+#include "support/reference_solvers.hpp"
+
+using ata::Allocation;
+using ata::MinMaxSolver;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+std::vector<std::size_t> as_vector(const Allocation& a) { return {a.begin(), a.end()}; }
+
+// Scores drawn from a few levels so that ties are common; zeros with probability `zero_share`.
+std::vector<double> tie_heavy_scores(std::mt19937_64& rng, std::size_t n, double zero_share) {
+  std::uniform_int_distribution<int> level(1, 4);
+  std::bernoulli_distribution zero(zero_share);
+  std::vector<double> scores(n);
+  for (auto& s : scores) s = zero(rng) ? 0.0 : 0.5 * level(rng);
+  return scores;
+}
+
+}  // namespace
+
+TEST_CASE("solver matches the worked example", "[core][solver]") {
+  const std::vector<double> scores{1.0, 2.0, 4.0};
+  CHECK(as_vector(ata::solve_min_max(scores, 7)) == std::vector<std::size_t>{4, 2, 1});
+  CHECK(as_vector(ata::solve_min_max(scores, 1)) == std::vector<std::size_t>{1, 0, 0});
+}
+
+TEST_CASE("solver is optimal and canonical against brute force for n <= 6, B <= 8",
+          "[core][solver][property]") {
+  std::mt19937_64 rng(20250201);
+  std::uniform_real_distribution<double> continuous(0.1, 10.0);
+  MinMaxSolver solver;
+  for (std::size_t n = 1; n <= 6; ++n) {
+    for (std::size_t batch = 1; batch <= 8; ++batch) {
+      for (int trial = 0; trial < 30; ++trial) {
+        std::vector<double> scores = trial % 2 == 0 ? tie_heavy_scores(rng, n, 0.0)
+                                                    : std::vector<double>(n);
+        if (trial % 2 == 1) {
+          for (auto& s : scores) s = continuous(rng);
+        }
+        const Allocation a = solver.solve(scores, batch);
+        INFO("n=" << n << " B=" << batch << " trial=" << trial);
+        REQUIRE(a.total() == batch);
+        REQUIRE(a.proxy_loss(scores) == ata::testing::brute_force_min_loss(scores, batch));
+        REQUIRE(as_vector(a) == ata::testing::naive_greedy(scores, batch));
+      }
+    }
+  }
+}
+
+TEST_CASE("zero scores take every task, spread round robin", "[core][solver][property]") {
+  std::mt19937_64 rng(7);
+  for (std::size_t n = 1; n <= 6; ++n) {
+    for (std::size_t batch = 1; batch <= 8; ++batch) {
+      std::vector<double> scores = tie_heavy_scores(rng, n, 0.5);
+      scores[rng() % n] = 0.0;
+      const Allocation a = ata::solve_min_max(scores, batch);
+      INFO("n=" << n << " B=" << batch);
+      REQUIRE(a.total() == batch);
+      REQUIRE(a.proxy_loss(scores) == 0.0);
+      REQUIRE(ata::testing::brute_force_min_loss(scores, batch) == 0.0);
+      std::size_t most = 0;
+      std::size_t least = batch;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (scores[i] != 0.0) {
+          REQUIRE(a[i] == 0);
+        } else {
+          most = std::max(most, a[i]);
+          least = std::min(least, a[i]);
+        }
+      }
+      REQUIRE(most - least <= 1);
+    }
+  }
+}
+
+TEST_CASE("the spread counter carries over between rounds", "[core][solver]") {
+  MinMaxSolver solver;
+  const std::vector<double> scores{0.0, 3.0, 0.0, 0.0};
+  // Round 1: tasks 0, 1 go to zero-score workers 0, 2; round 2 continues at worker 3.
+  CHECK(as_vector(solver.solve(scores, 2)) == std::vector<std::size_t>{1, 0, 1, 0});
+  CHECK(as_vector(solver.solve(scores, 2)) == std::vector<std::size_t>{1, 0, 0, 1});
+  CHECK(solver.spread().offset() == 4);
+
+  ata::RoundRobinSpread spread;
+  Allocation a(5);
+  const std::vector<std::size_t> everyone{0, 1, 2, 3, 4};
+  spread.spread(everyone, 7, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{2, 2, 1, 1, 1});
+  a.clear();
+  spread.spread(everyone, 3, a);  // starts at 7 mod 5 = 2
+  CHECK(as_vector(a) == std::vector<std::size_t>{0, 0, 1, 1, 1});
+}
+
+TEST_CASE("solver keeps its invariants on large random cases", "[core][solver][property]") {
+  std::mt19937_64 rng(99);
+  std::lognormal_distribution<double> spread_out(0.0, 2.0);
+  MinMaxSolver solver;
+  Allocation a;
+  const std::pair<std::size_t, std::size_t> sizes[] = {
+      {51, 23}, {459, 23}, {1000, 5000}, {10000, 1000}, {3, 10000}, {5000, 5000}};
+  for (const auto& [n, batch] : sizes) {
+    std::vector<double> scores(n);
+    for (auto& s : scores) s = spread_out(rng);
+    solver.solve(scores, batch, a);
+    INFO("n=" << n << " B=" << batch);
+    REQUIRE(a.size() == n);
+    REQUIRE(a.total() == batch);
+    REQUIRE(as_vector(a) == ata::testing::naive_greedy(scores, batch));
+  }
+}
+
+TEST_CASE("solver survives extreme score ranges", "[core][solver]") {
+  // 1/s overflows for the tiny score: the level falls to 0 and the heap places every task.
+  const std::vector<double> scores{1e-310, 1.0, 1e300};
+  const Allocation a = ata::solve_min_max(scores, 5);
+  CHECK(as_vector(a) == std::vector<std::size_t>{5, 0, 0});
+}
+
+TEST_CASE("solver rejects bad input with a message naming the value", "[core][solver][errors]") {
+  const std::vector<double> ok{1.0, 2.0};
+  REQUIRE_THROWS_MATCHES(ata::solve_min_max(ok, 0), ata::InvalidArgument,
+                         Catch::Matchers::MessageMatches(ContainsSubstring("B must be >= 1")));
+  REQUIRE_THROWS_WITH(ata::solve_min_max(std::vector<double>{}, 3), ContainsSubstring("0 workers"));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  REQUIRE_THROWS_WITH(ata::solve_min_max(std::vector<double>{1.0, nan}, 3),
+                      ContainsSubstring("worker 1") && ContainsSubstring("nan"));
+  REQUIRE_THROWS_WITH(ata::solve_min_max(std::vector<double>{inf, 1.0}, 3),
+                      ContainsSubstring("worker 0") && ContainsSubstring("inf"));
+  REQUIRE_THROWS_WITH(ata::solve_min_max(std::vector<double>{1.0, -2.0}, 3),
+                      ContainsSubstring("worker 1") && ContainsSubstring("-2"));
+  ata::RoundRobinSpread spread;
+  Allocation a(2);
+  REQUIRE_THROWS_AS(spread.spread({}, 1, a), ata::InvalidArgument);
+}
+
+TEST_CASE("negative zero counts as a zero score", "[core][solver]") {
+  const ata::Allocation a = ata::solve_min_max(std::vector<double>{1.0, -0.0, 2.0}, 3);
+  CHECK(as_vector(a) == std::vector<std::size_t>{0, 3, 0});
+}
