@@ -15,5 +15,6 @@
 #include "ata/core/solver.hpp"
 #include "ata/core/uniform_policy.hpp"
 #include "ata/core/worker_stats.hpp"
+#include "ata/sim/random.hpp"
 #include "ata/sim/scenario.hpp"
 #include "ata/sim/time_model.hpp"

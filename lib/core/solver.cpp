@@ -17,13 +17,14 @@ void RoundRobinSpread::spread(std::span<const std::size_t> eligible, std::size_t
   if (eligible.empty()) throw InvalidArgument("spread: no eligible worker to give tasks to");
   const std::size_t z = eligible.size();
   const std::size_t each = batch / z;
-  const std::size_t extra = batch % z;
-  const std::size_t start = static_cast<std::size_t>(offset_ % z);
-  for (std::size_t p = 0; p < z; ++p) {
-    // Position p receives one of the `extra` tasks when it lies in [start, start + extra) mod z.
-    const std::size_t distance = (p + z - start) % z;
-    const std::size_t tasks = each + (distance < extra ? 1 : 0);
-    if (tasks > 0) out.add(eligible[p], tasks);
+  if (each > 0) {
+    for (const std::size_t worker : eligible) out.add(worker, each);
+  }
+  // The remaining batch mod z tasks go to positions start, start + 1, ... (wrapping).
+  std::size_t position = static_cast<std::size_t>(offset_ % z);
+  for (std::size_t j = 0; j < batch % z; ++j) {
+    out.add(eligible[position]);
+    if (++position == z) position = 0;
   }
   offset_ += batch;
 }

@@ -12,16 +12,6 @@
 
 namespace ata::sim {
 
-double uniform01(Rng& rng) noexcept {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
-double standard_normal(Rng& rng) noexcept {
-  const double u1 = 1.0 - uniform01(rng);  // (0, 1]: the log is finite
-  const double u2 = uniform01(rng);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-}
-
 namespace {
 
 double exponential_draw(Rng& rng, double mean) { return -mean * std::log1p(-uniform01(rng)); }

@@ -2,23 +2,13 @@
 /// @file
 /// Distributions of one task's duration on one worker, sampled reproducibly.
 
-#include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "ata/sim/random.hpp"
+
 namespace ata::sim {
-
-/// The generator every random draw takes from the caller: std::mt19937_64's output is fixed by
-/// the C++ standard and the transforms below are our own, so a seed reproduces a run bit for
-/// bit with any standard library.
-using Rng = std::mt19937_64;
-
-/// A uniform double in [0, 1) from the top 53 bits of one draw.
-[[nodiscard]] double uniform01(Rng& rng) noexcept;
-/// A standard normal draw (Box-Muller; uses two uniforms, returns one value).
-[[nodiscard]] double standard_normal(Rng& rng) noexcept;
 
 /// A task-time distribution. A small value type: copy it freely; sample() is const and
 /// thread-safe as long as each thread passes its own Rng.

@@ -1,0 +1,275 @@
+// ata-sim: the paper's experiments in virtual time. Runs several strategies on one simulated
+// cluster with the same seed, prints a comparison table, and writes JSON, CSV and PNG plots.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app_support.hpp"
+#include "ata/ata.hpp"
+#include "ata/sim/experiment.hpp"
+
+namespace {
+
+using ata::apps::Figure;
+using ata::apps::Series;
+using ata::sim::StrategyRun;
+
+struct Options {
+  std::string scenario = "cifar";
+  std::size_t workers = 0;  // 0: the preset's default (51), or the file's count
+  std::size_t batch = 23;
+  std::size_t rounds = 1000;
+  std::uint64_t seed = 1;
+  std::vector<std::string> strategies{"gta", "ofta", "uta", "ata", "ata-e"};
+  double alpha = 0.0;  // 0: max_i mu_i
+  double eta = 1.0;
+  std::size_t change_round = 0;  // 0: half the run
+  bool sgd = false;
+  std::size_t dim = 100;
+  double step = 1e-4;
+  double noise = 1e-3;
+  std::string json_path;
+  std::string csv_path;
+  std::string plot_dir;
+};
+
+constexpr std::size_t kDefaultWorkers = 51;
+
+ata::sim::Scenario load(const Options& o) {
+  for (const auto name : ata::sim::preset_names()) {
+    if (o.scenario == name) {
+      const std::size_t change = o.change_round ? o.change_round : std::max<std::size_t>(1, o.rounds / 2);
+      return ata::sim::make_preset(name, o.workers ? o.workers : kDefaultWorkers, change);
+    }
+  }
+  if (!std::filesystem::exists(o.scenario)) {
+    return ata::sim::make_preset(o.scenario, 1);  // throws: unknown scenario, listing the presets
+  }
+  auto scenario = ata::sim::load_scenario(o.scenario);
+  if (o.workers != 0 && o.workers != scenario.workers()) {
+    throw ata::InvalidArgument("--workers " + std::to_string(o.workers) + " disagrees with the " +
+                               std::to_string(scenario.workers()) + " workers of " + o.scenario);
+  }
+  return scenario;
+}
+
+// The requested strategies, plus OFTA and GTA as yardsticks when missing.
+std::vector<std::string> strategies_to_run(const Options& o) {
+  std::vector<std::string> names;
+  for (const auto& s : o.strategies) {
+    const auto known = ata::policy_names();
+    if (std::find(known.begin(), known.end(), s) == known.end()) {
+      (void)ata::make_policy(s, 1);  // throws: unknown strategy, listing the known ones
+    }
+    if (std::find(names.begin(), names.end(), s) == names.end()) names.push_back(s);
+  }
+  for (const char* yardstick : {"ofta", "gta"}) {
+    if (std::find(names.begin(), names.end(), yardstick) == names.end()) names.emplace_back(yardstick);
+  }
+  return names;
+}
+
+std::string ratio(double value, double reference) {
+  return reference > 0.0 ? ata::apps::fixed(value / reference, 3) : "-";
+}
+
+const StrategyRun& find(const std::vector<StrategyRun>& runs, const std::string& name) {
+  return *std::find_if(runs.begin(), runs.end(), [&](const StrategyRun& r) { return r.name == name; });
+}
+
+nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& config,
+                            const std::vector<StrategyRun>& runs) {
+  const auto& ofta = find(runs, "ofta");
+  const auto& gta = find(runs, "gta");
+  nlohmann::json strategies = nlohmann::json::array();
+  for (const auto& r : runs) {
+    nlohmann::json s{{"name", r.name},
+                     {"wall_time", r.wall_time},
+                     {"worker_time", r.worker_time},
+                     {"wall_time_vs_ofta", r.wall_time / ofta.wall_time},
+                     {"worker_time_vs_ofta", r.worker_time / ofta.worker_time},
+                     {"wall_time_vs_gta", r.wall_time / gta.wall_time},
+                     {"worker_time_vs_gta", r.worker_time / gta.worker_time},
+                     {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
+                     {"proxy_loss_regret", r.regret}};
+    if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
+    strategies.push_back(s);
+  }
+  return {{"scenario", config.scenario.name()},
+          {"workers", config.scenario.workers()},
+          {"batch", config.batch},
+          {"rounds", config.rounds},
+          {"seed", config.seed},
+          {"alpha", *config.policy.alpha},
+          {"eta", config.policy.eta},
+          {"sgd", o.sgd},
+          {"strategies", strategies}};
+}
+
+std::string trace_csv(const std::vector<StrategyRun>& runs, bool sgd) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "strategy,round,wall_time,worker_time,proxy_loss_regret" << (sgd ? ",suboptimality" : "") << '\n';
+  for (const auto& r : runs) {
+    for (const auto& p : r.trace) {
+      out << r.name << ',' << p.round << ',' << p.wall_time << ',' << p.worker_time << ',' << p.regret;
+      if (sgd) out << ',' << p.suboptimality;
+      out << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std::vector<StrategyRun>& runs) {
+  const std::string where = config.scenario.name() + ", n = " + std::to_string(config.scenario.workers()) +
+                            ", B = " + std::to_string(config.batch);
+  const auto panel = [&](std::string file, std::string title, std::string xlabel, std::string ylabel,
+                         bool ylog, auto x_of, auto y_of) {
+    Figure f{std::move(file), title + " (" + where + ")", std::move(xlabel), std::move(ylabel), false, ylog, {}};
+    for (const auto& r : runs) {
+      Series s{r.name, {}, {}};
+      for (const auto& p : r.trace) {
+        s.x.push_back(x_of(p));
+        s.y.push_back(y_of(p));
+      }
+      f.series.push_back(std::move(s));
+    }
+    return f;
+  };
+  using P = ata::sim::TracePoint;
+  const auto round = [](const P& p) { return static_cast<double>(p.round); };
+  std::vector<Figure> out;
+  if (config.sgd) {
+    out.push_back(panel("suboptimality_vs_wall_time.png", "Suboptimality vs wall time", "wall time",
+                        "f(x) - f*", true, [](const P& p) { return p.wall_time; },
+                        [](const P& p) { return p.suboptimality; }));
+    out.push_back(panel("suboptimality_vs_worker_time.png", "Suboptimality vs total worker time",
+                        "total worker time", "f(x) - f*", true, [](const P& p) { return p.worker_time; },
+                        [](const P& p) { return p.suboptimality; }));
+  }
+  out.push_back(panel("average_round_time.png", "Average round time", "round k", "wall time / k", false, round,
+                      [](const P& p) { return p.wall_time / static_cast<double>(p.round); }));
+  out.push_back(panel("regret.png", "Regret of the proxy loss", "round k",
+                      "sum_k l(a_k, mu) - l(a*, mu)", false, round, [](const P& p) { return p.regret; }));
+  out.push_back(panel("wall_time.png", "Cumulative wall time", "round k", "wall time", false, round,
+                      [](const P& p) { return p.wall_time; }));
+  out.push_back(panel("worker_time.png", "Cumulative worker time", "round k", "total worker time", false,
+                      round, [](const P& p) { return p.worker_time; }));
+  return out;
+}
+
+int run(const Options& o) {
+  ata::sim::ExperimentConfig config{load(o), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400};
+  if (o.batch < 1) throw ata::InvalidArgument("--batch must be >= 1, got 0");
+  if (o.rounds < 1) throw ata::InvalidArgument("--rounds must be >= 1, got 0");
+  config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
+  config.policy.eta = o.eta;
+  const auto names = strategies_to_run(o);
+
+  std::printf("ata-sim: scenario %s, n = %zu workers, B = %zu, K = %zu rounds, seed %llu\n",
+              config.scenario.name().c_str(), config.scenario.workers(), config.batch, config.rounds,
+              static_cast<unsigned long long>(config.seed));
+  std::printf("         alpha = %g (ata), eta = %g (ata-e)%s\n", *config.policy.alpha, config.policy.eta,
+              o.sgd ? (", SGD on the quadratic, d = " + std::to_string(o.dim)).c_str() : "");
+
+  std::vector<StrategyRun> runs(names.size());
+  {
+    ata::apps::Progress progress("ata-sim");
+    std::vector<std::atomic<double>> done(names.size());
+    const auto threads = std::max(2u, std::thread::hardware_concurrency());
+    tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
+    tbb::parallel_for(std::size_t{0}, names.size(), [&](std::size_t j) {
+      runs[j] = ata::sim::run_strategy(config, names[j], [&](double fraction) {
+        done[j] = fraction;
+        double sum = 0.0;
+        for (const auto& d : done) sum += d;
+        progress.update(sum / static_cast<double>(names.size()), names[j]);
+      });
+    });
+  }
+
+  const auto& ofta = find(runs, "ofta");
+  const auto& gta = find(runs, "gta");
+  std::vector<std::string> header{"strategy", "wall time", "worker time", "wall/OFTA", "work/OFTA",
+                                  "wall/GTA", "work/GTA", "regret"};
+  if (o.sgd) header.emplace_back("f(x)-f*");
+  ata::apps::Table table(header);
+  for (const auto& r : runs) {
+    std::vector<std::string> row{r.name, ata::apps::general(r.wall_time, 5), ata::apps::general(r.worker_time, 5),
+                                 ratio(r.wall_time, ofta.wall_time), ratio(r.worker_time, ofta.worker_time),
+                                 ratio(r.wall_time, gta.wall_time), ratio(r.worker_time, gta.worker_time),
+                                 ata::apps::general(r.regret, 4)};
+    if (o.sgd) row.push_back(ata::apps::general(r.final_suboptimality.value_or(NAN), 4));
+    table.add_row(std::move(row));
+  }
+  std::printf("\n%s", table.render().c_str());
+  std::printf("(times in model units; ratios < 1 beat the yardstick; regret: sum of proxy-loss excess over OFTA)\n");
+
+  if (!o.json_path.empty()) {
+    ata::apps::write_file(o.json_path, summary_json(o, config, runs).dump(2) + "\n");
+    std::printf("wrote %s\n", o.json_path.c_str());
+  }
+  if (!o.csv_path.empty()) {
+    ata::apps::write_file(o.csv_path, trace_csv(runs, o.sgd));
+    std::printf("wrote %s\n", o.csv_path.c_str());
+  }
+  if (!o.plot_dir.empty()) {
+    for (const auto& file : ata::apps::plot_figures(o.plot_dir, figures(config, runs))) {
+      std::printf("wrote %s\n", file.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"ata-sim: compare task allocation strategies on a simulated cluster, in virtual time"};
+  app.option_defaults()->always_capture_default();
+  std::string presets;
+  for (const auto p : ata::sim::preset_names()) presets += (presets.empty() ? "" : ", ") + std::string(p);
+  app.add_option("--scenario", o.scenario, "preset (" + presets + ") or a JSON scenario file");
+  app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")->check(CLI::PositiveNumber);
+  app.add_option("--batch", o.batch, "tasks per round B")->check(CLI::PositiveNumber);
+  app.add_option("--rounds", o.rounds, "rounds K")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "random seed: the same seed reproduces a run bit for bit");
+  app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, pull")->delimiter(',');
+  app.add_option("--alpha", o.alpha, "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(CLI::PositiveNumber);
+  app.add_option("--change-round", o.change_round, "round at which 'slowdown' slows worker 0 (default K/2)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
+  app.add_option("--dim", o.dim, "SGD dimension d")->check(CLI::PositiveNumber);
+  app.add_option("--step", o.step, "SGD step size")->check(CLI::PositiveNumber);
+  app.add_option("--noise", o.noise, "SGD gradient noise standard deviation")->check(CLI::NonNegativeNumber);
+  app.add_option("--json", o.json_path, "write the summary as JSON to this file");
+  app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file");
+  app.add_option("--plot", o.plot_dir, "write PNG plots into this folder");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ata-sim: error: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "ata-sim: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,57 @@
+"""Draws the PNG figures an ata app describes in a JSON file.
+
+Usage: python3 plot.py SPEC.json
+SPEC: {"figures": [{"file": "out.png", "title": "...", "xlabel": "...", "ylabel": "...",
+                    "xlog": false, "ylog": false,
+                    "series": [{"label": "ata", "x": [...], "y": [...]}]}]}
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+STYLES = {
+    "gta": ("tab:red", "-"),
+    "ofta": ("black", "--"),
+    "uta": ("tab:gray", ":"),
+    "ata": ("tab:blue", "-"),
+    "ata-e": ("tab:green", "-"),
+    "ata-auto": ("tab:purple", "-"),
+    "pull": ("tab:orange", "-."),
+}
+
+
+def draw(figure):
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    for series in figure["series"]:
+        color, line = STYLES.get(series["label"], (None, "-"))
+        ax.plot(series["x"], series["y"], label=series["label"], color=color, linestyle=line,
+                linewidth=1.6)
+    if figure.get("xlog"):
+        ax.set_xscale("log")
+    if figure.get("ylog"):
+        ax.set_yscale("log")
+    ax.set_title(figure.get("title", ""), fontsize=10)
+    ax.set_xlabel(figure.get("xlabel", ""))
+    ax.set_ylabel(figure.get("ylabel", ""))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(figure["file"])
+    plt.close(fig)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: plot.py SPEC.json")
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    for figure in spec["figures"]:
+        draw(figure)
+
+
+if __name__ == "__main__":
+    main()

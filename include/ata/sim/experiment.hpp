@@ -1,0 +1,61 @@
+#pragma once
+/// @file
+/// A whole simulated run of one strategy: totals, ratios and a trace to plot.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ata/core/make_policy.hpp"
+#include "ata/sim/scenario.hpp"
+
+namespace ata::sim {
+
+/// What to run. Strategies run with the same config see the same worker times (common random
+/// numbers, see Simulation) and the same SGD noise.
+struct ExperimentConfig {
+  Scenario scenario = make_preset("cifar", 51);
+  std::size_t batch = 23;
+  std::size_t rounds = 1000;
+  std::uint64_t seed = 1;
+  /// alpha, eta for the learners. OFTA's means are filled from the scenario.
+  PolicyOptions policy;
+  /// Run SGD on the paper's quadratic alongside (QuadraticSgd).
+  bool sgd = false;
+  std::size_t sgd_dim = 100;
+  double sgd_step = 1e-4;
+  double sgd_noise = 1e-3;
+  /// Rounds recorded in the trace, evenly spaced (the last round always included).
+  std::size_t trace_points = 400;
+};
+
+/// One recorded point: totals up to and including `round`.
+struct TracePoint {
+  std::size_t round = 0;
+  double wall_time = 0.0;
+  double worker_time = 0.0;
+  double regret = 0.0;  ///< sum over rounds of l(a_k, mu) - min_a l(a, mu)
+  double suboptimality = 0.0;  ///< f(x_k) - f*, when SGD runs (else 0)
+};
+
+/// The outcome of one strategy.
+struct StrategyRun {
+  std::string name;
+  double wall_time = 0.0;
+  double worker_time = 0.0;
+  double regret = 0.0;
+  std::optional<double> final_suboptimality;
+  std::vector<TracePoint> trace;
+};
+
+/// Runs `strategy` (a make_policy() name) for config.rounds rounds. `progress`, if set, is
+/// called now and then with the fraction done. Throws ata::InvalidArgument for bad settings
+/// (batch 0, rounds 0, unknown strategy, missing alpha, ...).
+[[nodiscard]] StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
+                                       const std::function<void(double)>& progress = {});
+
+}  // namespace ata::sim

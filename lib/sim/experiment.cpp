@@ -1,0 +1,43 @@
+#include "ata/sim/experiment.hpp"
+
+#include <algorithm>
+
+#include "ata/core/error.hpp"
+#include "ata/sim/quadratic_sgd.hpp"
+#include "ata/sim/simulation.hpp"
+
+namespace ata::sim {
+
+StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
+                         const std::function<void(double)>& progress) {
+  if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
+  PolicyOptions options = config.policy;
+  options.means = config.scenario.means();
+  const auto policy = make_policy(strategy, config.scenario.workers(), options);
+  Simulation simulation(config.scenario, *policy, config.batch, config.seed);
+  std::optional<QuadraticSgd> sgd;
+  if (config.sgd) sgd.emplace(config.sgd_dim, config.sgd_step, config.sgd_noise, config.seed);
+
+  StrategyRun run;
+  run.name = std::string(strategy);
+  const std::size_t points = std::max<std::size_t>(1, std::min(config.trace_points, config.rounds));
+  run.trace.reserve(points);
+  std::size_t next_point = 1;  // the trace records rounds ceil(j K / points), j = 1..points
+  const std::size_t progress_every = std::max<std::size_t>(1, config.rounds / 100);
+  for (std::size_t k = 1; k <= config.rounds; ++k) {
+    const RoundRecord r = simulation.run_round();
+    run.wall_time += r.wall_time;
+    run.worker_time += r.worker_time;
+    run.regret += r.proxy_loss - r.optimal_proxy_loss;
+    if (sgd) sgd->step(config.batch);
+    if (k * points >= next_point * config.rounds) {
+      run.trace.push_back({k, run.wall_time, run.worker_time, run.regret, sgd ? sgd->suboptimality() : 0.0});
+      ++next_point;
+    }
+    if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));
+  }
+  if (sgd) run.final_suboptimality = sgd->suboptimality();
+  return run;
+}
+
+}  // namespace ata::sim
