@@ -240,20 +240,21 @@ int main(int argc, char** argv) {
   std::string presets;
   for (const auto p : ata::sim::preset_names()) presets += (presets.empty() ? "" : ", ") + std::string(p);
   app.add_option("--scenario", o.scenario, "preset (" + presets + ") or a JSON scenario file");
-  app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")->check(CLI::PositiveNumber);
-  app.add_option("--batch", o.batch, "tasks per round B")->check(CLI::PositiveNumber);
-  app.add_option("--rounds", o.rounds, "rounds K")->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "random seed: the same seed reproduces a run bit for bit");
+  app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")->check(ata::apps::kWholeAtLeastOne);
+  app.add_option("--batch", o.batch, "tasks per round B")->check(ata::apps::kWholeAtLeastOne);
+  app.add_option("--rounds", o.rounds, "rounds K")->check(ata::apps::kWholeAtLeastOne);
+  app.add_option("--seed", o.seed, "random seed: the same seed reproduces a run bit for bit")
+      ->check(ata::apps::kWholeNonNegative);
   app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, pull")->delimiter(',');
   app.add_option("--alpha", o.alpha, "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(CLI::PositiveNumber);
+      ->check(ata::apps::kPositiveNumber);
+  app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(ata::apps::kPositiveNumber);
   app.add_option("--change-round", o.change_round, "round at which 'slowdown' slows worker 0 (default K/2)")
-      ->check(CLI::PositiveNumber);
+      ->check(ata::apps::kWholeAtLeastOne);
   app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
-  app.add_option("--dim", o.dim, "SGD dimension d")->check(CLI::PositiveNumber);
-  app.add_option("--step", o.step, "SGD step size")->check(CLI::PositiveNumber);
-  app.add_option("--noise", o.noise, "SGD gradient noise standard deviation")->check(CLI::NonNegativeNumber);
+  app.add_option("--dim", o.dim, "SGD dimension d")->check(ata::apps::kWholeAtLeastOne);
+  app.add_option("--step", o.step, "SGD step size")->check(ata::apps::kPositiveNumber);
+  app.add_option("--noise", o.noise, "SGD gradient noise standard deviation")->check(ata::apps::kNonNegativeNumber);
   app.add_option("--json", o.json_path, "write the summary as JSON to this file");
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file");
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +13,33 @@
 #include "plot_script.hpp"  // generated: kPlotScript, the text of plot.py
 
 namespace ata::apps {
+
+namespace {
+
+CLI::Validator number_check(const char* description, bool whole, double lowest, bool inclusive) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        std::size_t used = 0;
+        double value = 0.0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        const bool ok = used == text.size() && !text.empty() && std::isfinite(value) &&
+                        (inclusive ? value >= lowest : value > lowest) &&
+                        (!whole || (value == std::floor(value) && text.find_first_of(".eE") == std::string::npos));
+        return ok ? std::string() : std::string("must be ") + description + ", got '" + text + "'";
+      },
+      description);
+}
+
+}  // namespace
+
+const CLI::Validator kWholeAtLeastOne = number_check("a whole number >= 1", true, 1.0, true);
+const CLI::Validator kWholeNonNegative = number_check("a whole number >= 0", true, 0.0, true);
+const CLI::Validator kPositiveNumber = number_check("a number > 0", false, 0.0, false);
+const CLI::Validator kNonNegativeNumber = number_check("a number >= 0", false, 0.0, true);
 
 std::string Table::render() const {
   std::vector<std::size_t> width(header_.size(), 0);

@@ -1,6 +1,7 @@
 #pragma once
 // What the demo apps share: text tables, output files, the PNG plotter and a progress line.
 
+#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <filesystem>
 #include <mutex>
@@ -9,6 +10,12 @@
 #include <vector>
 
 namespace ata::apps {
+
+/// CLI11 validators with messages that say what was expected ("must be a whole number >= 1").
+extern const CLI::Validator kWholeAtLeastOne;
+extern const CLI::Validator kWholeNonNegative;
+extern const CLI::Validator kPositiveNumber;
+extern const CLI::Validator kNonNegativeNumber;
 
 /// A plain text table with right-aligned numeric columns.
 class Table {
