@@ -131,7 +131,7 @@ void Progress::update(double fraction, const std::string& detail) {
   if (!enabled_) return;
   const std::lock_guard lock(mutex_);
   const int percent = static_cast<int>(fraction * 100.0);
-  if (percent == last_percent_) return;
+  if (percent <= last_percent_) return;  // concurrent callers may report slightly out of order
   last_percent_ = percent;
   const int filled = percent / 5;
   std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %s", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
