@@ -1,0 +1,106 @@
+#pragma once
+/// @file
+/// The batch scheduler: B results of a task from a pool of workers, dispatched as the policy
+/// says, with every measured task time fed back to the policy.
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "ata/core/policy.hpp"
+#include "ata/runtime/batch_result.hpp"
+#include "ata/runtime/detail/task_body.hpp"
+#include "ata/runtime/round_report.hpp"
+#include "ata/runtime/task_context.hpp"
+#include "ata/runtime/worker_pool.hpp"
+
+namespace ata::runtime {
+
+/// Runs batches on a WorkerPool, driven by any ata::Policy.
+///
+/// @code
+/// ata::runtime::WorkerPool pool(4);
+/// ata::AtaEmpiricalPolicy policy(4, /*eta=*/1.0);
+/// ata::runtime::BatchScheduler scheduler(pool, policy);
+/// for (int round = 0; round < 100; ++round) {
+///   auto [gradients, report] = scheduler.run(23, [&](const ata::runtime::TaskContext& ctx) {
+///     return sample_gradient(ctx.task());
+///   });
+///   // gradients[j] is task j's result; report.allocation is what each worker ran
+/// }
+/// @endcode
+///
+/// The policy's dispatch() picks the mode of each batch:
+/// - Dispatch::allocated (ATA, ATA-Empirical, OFTA, UTA): allocate(B) gives a_i; worker i
+///   runs tasks [a_0 + ... + a_{i-1}, ... + a_i) in a row, as one chunk.
+/// - Dispatch::greedy (GTA): every worker runs tasks until B results are accepted, the first
+///   B to finish; the tasks still running then get a stop request and their results are
+///   discarded, but their time counts as worker time.
+/// - Dispatch::pull: the workers pull exactly B tasks from a shared counter.
+/// Each task is timed on its worker with std::chrono::steady_clock (its slowdown included);
+/// after the batch, the policy observes the duration of every accepted task, so it learns
+/// from exactly what ran. A stopped surplus task teaches nothing: its time was cut short.
+///
+/// Thread-safety: run() may be called from any number of threads at once (not from a task of
+/// the same pool: that throws ata::Error). Concurrent batches are correct and share the
+/// workers first come, first served: each worker runs its chunks FIFO, and every worker sees
+/// the batches in the same order, so a batch waits behind the chunks queued before it on its
+/// workers. Calls to the policy are serialised by the scheduler; while batches run, nobody
+/// else may use the policy.
+class BatchScheduler {
+ public:
+  /// Borrows `pool` and `policy`, which must outlive the scheduler. Throws
+  /// ata::InvalidArgument when policy.workers() != pool.size().
+  BatchScheduler(WorkerPool& pool, Policy& policy);
+
+  /// Runs B = `batch` tasks and returns their results by task index, with the round report.
+  /// `task` is called as task(const TaskContext&) on several workers at once, so it must be
+  /// safe to call concurrently; it returns a movable value or void. run() returns only when
+  /// no worker runs `task` any more, so `task` may capture locals by reference.
+  ///
+  /// Throws ata::InvalidArgument for batch = 0, ShutdownError when the pool shuts down first,
+  /// and the first exception a task threw (the batch is then abandoned: its other tasks get a
+  /// stop request, unstarted ones are skipped, the policy observes nothing of it; the pool
+  /// stays usable).
+  template <class Task>
+    requires std::invocable<Task&, const TaskContext&>
+  BatchResult<std::invoke_result_t<Task&, const TaskContext&>> run(std::size_t batch, Task&& task) {
+    using Result = std::invoke_result_t<Task&, const TaskContext&>;
+    static_assert(std::is_void_v<Result> ||
+                      (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
+                  "a task returns void or a movable value (not a reference)");
+    const auto start = std::chrono::steady_clock::now();
+    detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, pool_.size());
+    Outcome outcome = dispatch(batch, body, start);
+    if constexpr (std::is_void_v<Result>) {
+      return {std::move(outcome.report)};
+    } else {
+      return {body.take(outcome.slot_order), std::move(outcome.report)};
+    }
+  }
+
+  /// The policy driving the batches (use it only while no batch runs).
+  [[nodiscard]] Policy& policy() noexcept { return policy_; }
+  [[nodiscard]] WorkerPool& pool() noexcept { return pool_; }
+  /// Batches started so far. Thread-safe.
+  [[nodiscard]] std::size_t rounds() const;
+
+ private:
+  struct Outcome {
+    RoundReport report;
+    std::vector<std::size_t> slot_order;  // result slots by task index; empty: slot j = task j
+  };
+
+  Outcome dispatch(std::size_t batch, detail::TaskBody& body,
+                   std::chrono::steady_clock::time_point start);
+
+  WorkerPool& pool_;
+  Policy& policy_;
+  mutable std::mutex policy_mutex_;  // guards policy_ and rounds_
+  std::size_t rounds_ = 0;
+};
+
+}  // namespace ata::runtime

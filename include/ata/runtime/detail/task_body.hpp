@@ -1,0 +1,82 @@
+#pragma once
+/// @file
+/// Machinery behind BatchScheduler::run(): the batch's task and its result slots, seen by the
+/// scheduler through one non-template interface. Not part of the API.
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ata/runtime/task_context.hpp"
+
+namespace ata::runtime::detail {
+
+/// A batch's task, type-erased. Worker w calls execute() then, if the result is kept,
+/// accept(w, slot); each worker touches only its own pending result and distinct slots.
+class TaskBody {
+ public:
+  TaskBody(const TaskBody&) = delete;
+  TaskBody& operator=(const TaskBody&) = delete;
+
+  /// Runs the task for `ctx`; its result becomes worker ctx.worker()'s pending one.
+  virtual void execute(const TaskContext& ctx) = 0;
+  /// Moves worker `worker`'s pending result into result slot `slot` (< B).
+  virtual void accept(std::size_t worker, std::size_t slot) = 0;
+
+ protected:
+  TaskBody() = default;
+  ~TaskBody() = default;
+};
+
+template <class Task, class Result>
+class TypedTaskBody final : public TaskBody {
+ public:
+  TypedTaskBody(Task& task, std::size_t batch, std::size_t workers)
+      : task_(task), slots_(batch), pending_(workers) {}
+
+  void execute(const TaskContext& ctx) override {
+    pending_[ctx.worker()].value.emplace(std::invoke(task_, ctx));
+  }
+  void accept(std::size_t worker, std::size_t slot) override {
+    slots_[slot] = std::move(pending_[worker].value);
+  }
+
+  /// The results, slot `slot_order[j]` at position j; slot j at j when slot_order is empty.
+  [[nodiscard]] std::vector<Result> take(std::span<const std::size_t> slot_order) {
+    std::vector<Result> results;
+    results.reserve(slots_.size());
+    if (slot_order.empty()) {
+      for (auto& slot : slots_) results.push_back(std::move(*slot));
+    } else {
+      for (std::size_t slot : slot_order) results.push_back(std::move(*slots_[slot]));
+    }
+    return results;
+  }
+
+ private:
+  // One cache line each: workers write their pending results concurrently.
+  struct alignas(64) Pending {
+    std::optional<Result> value;
+  };
+
+  Task& task_;
+  std::vector<std::optional<Result>> slots_;
+  std::vector<Pending> pending_;
+};
+
+template <class Task>
+class TypedTaskBody<Task, void> final : public TaskBody {
+ public:
+  TypedTaskBody(Task& task, std::size_t /*batch*/, std::size_t /*workers*/) : task_(task) {}
+
+  void execute(const TaskContext& ctx) override { std::invoke(task_, ctx); }
+  void accept(std::size_t /*worker*/, std::size_t /*slot*/) override {}
+
+ private:
+  Task& task_;
+};
+
+}  // namespace ata::runtime::detail

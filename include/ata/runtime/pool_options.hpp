@@ -1,0 +1,70 @@
+#pragma once
+/// @file
+/// The configuration of a WorkerPool: worker count, slowdowns, core pinning, run seed.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ata/runtime/slowdown.hpp"
+#include "ata/sim/scenario.hpp"
+
+namespace ata::runtime {
+
+/// Describes the workers of a pool, with fluent setters.
+///
+/// @code
+/// using namespace std::chrono_literals;
+/// // The simulator's "linear" cluster of 8 workers, 1 model unit = 50 us of sleep.
+/// auto options = ata::runtime::PoolOptions::from_scenario(ata::sim::make_preset("linear", 8), 50us);
+/// options.set_seed(7).set_cpu(0, 0);
+/// ata::runtime::WorkerPool pool(options);
+/// @endcode
+///
+/// A value type; not synchronised. The default seed is fixed, so runs are reproducible unless
+/// the caller varies it.
+class PoolOptions {
+ public:
+  /// `workers` workers without slowdown, unpinned. Throws ata::InvalidArgument for 0.
+  explicit PoolOptions(std::size_t workers);
+
+  /// One worker per worker of `scenario`, each delaying its tasks by draws from its model
+  /// (and from the scenario's later changes, by round), one model unit lasting `unit`.
+  /// `kind` is Slowdown::Kind::sleep or burn; anything else throws ata::InvalidArgument.
+  /// The true mean task times of such a pool, in seconds, are scenario.scaled(seconds per
+  /// unit).means() plus the tasks' own time.
+  [[nodiscard]] static PoolOptions from_scenario(const sim::Scenario& scenario,
+                                                 std::chrono::nanoseconds unit,
+                                                 Slowdown::Kind kind = Slowdown::Kind::sleep);
+
+  /// Worker `worker` applies `slowdown` to each task. Throws ata::InvalidArgument when out of
+  /// range.
+  PoolOptions& set_slowdown(std::size_t worker, Slowdown slowdown);
+  /// Every worker applies `slowdown`.
+  PoolOptions& set_all_slowdowns(const Slowdown& slowdown);
+  /// Worker `worker` runs only on CPU `cpu` (Linux affinity). Pinning several workers to one
+  /// CPU gives them unequal shares of the machine. The pool's constructor throws
+  /// ata::InvalidArgument if the CPU is not available to the process; this throws for a
+  /// worker out of range.
+  PoolOptions& set_cpu(std::size_t worker, unsigned cpu);
+  /// The run seed. Worker i draws its delays from sim::Rng(seed, i), the stream the simulator
+  /// gives its worker i: with the same seed, the u-th task worker i runs is delayed by the
+  /// time its u-th task takes in ata::sim::Simulation.
+  PoolOptions& set_seed(std::uint64_t seed) noexcept;
+
+  [[nodiscard]] std::size_t workers() const noexcept { return slowdowns_.size(); }
+  /// Throws ata::InvalidArgument when out of range.
+  [[nodiscard]] const Slowdown& slowdown(std::size_t worker) const;
+  /// The CPU worker `worker` is pinned to, if any; throws ata::InvalidArgument when out of range.
+  [[nodiscard]] std::optional<unsigned> cpu(std::size_t worker) const;
+  [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
+
+ private:
+  std::vector<Slowdown> slowdowns_;
+  std::vector<std::optional<unsigned>> cpus_;
+  std::uint64_t seed_ = 0x5eed;
+};
+
+}  // namespace ata::runtime

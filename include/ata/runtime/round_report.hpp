@@ -1,0 +1,59 @@
+#pragma once
+/// @file
+/// What one batch cost: its allocation, every task's time, busy and wall time.
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "ata/core/allocation.hpp"
+#include "ata/core/policy.hpp"
+
+namespace ata::runtime {
+
+/// One task that ran: which, where, how long (slowdown included), and whether its result
+/// was kept.
+struct TaskRecord {
+  std::size_t task = 0;
+  std::size_t worker = 0;
+  std::chrono::nanoseconds duration{0};
+  /// False for greedy mode's surplus tasks, whose results were discarded.
+  bool accepted = true;
+};
+
+/// The report of one batch, returned with its results.
+///
+/// @code
+/// auto [values, report] = scheduler.run(23, task);
+/// double cost = std::chrono::duration<double>(report.worker_time()).count();
+/// double share = double(report.overhead().count()) / double(report.wall.count());
+/// @endcode
+///
+/// A plain value type.
+struct RoundReport {
+  /// The scheduler's batch number, 1-based (what Slowdown::change_at counts).
+  std::size_t round = 0;
+  /// How the batch was dispatched (the policy's dispatch()).
+  Dispatch dispatch = Dispatch::allocated;
+  /// Accepted tasks per worker: the policy's allocation in allocated mode, what each worker
+  /// contributed in greedy and pull modes.
+  Allocation allocation;
+  /// Per worker: the summed duration of every task it ran, discarded ones included.
+  std::vector<std::chrono::nanoseconds> busy;
+  /// From the call to run() until it returned: the caller's wait, allocation included.
+  std::chrono::nanoseconds wall{0};
+  /// Every task that ran, by task index; B of them are accepted.
+  std::vector<TaskRecord> tasks;
+
+  /// Total worker time: the sum of busy, discarded work included (the paper's cost).
+  [[nodiscard]] std::chrono::nanoseconds worker_time() const noexcept;
+  /// The busiest worker's busy time: the round time an ideal scheduler would need.
+  [[nodiscard]] std::chrono::nanoseconds critical_path() const noexcept;
+  /// wall - critical_path(): time the scheduler itself added to the round (allocating,
+  /// handing over chunks, waking threads, collecting results), never negative.
+  [[nodiscard]] std::chrono::nanoseconds overhead() const noexcept;
+  /// Tasks that ran but whose results were discarded.
+  [[nodiscard]] std::size_t discarded() const noexcept;
+};
+
+}  // namespace ata::runtime

@@ -1,0 +1,89 @@
+#pragma once
+/// @file
+/// How much slower than its task a worker is: nothing, a simulated delay drawn from a time
+/// model (slept or burnt on the CPU), or the task's own work repeated.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ata/sim/random.hpp"
+#include "ata/sim/time_model.hpp"
+
+namespace ata::runtime {
+
+/// A worker's slowdown, applied to every task it runs.
+///
+/// @code
+/// using namespace std::chrono_literals;
+/// // After each task, sleep 2 ms + Exp(mean 2 ms); ten times slower from round 100 on.
+/// auto model = ata::sim::TimeModel::shifted_exponential(2.0, 2.0);
+/// auto slow = ata::runtime::Slowdown::sleep(model, 1ms).change_at(100, model.scaled(10.0));
+/// auto heavy = ata::runtime::Slowdown::repeat(3);  // runs each task three times
+/// @endcode
+///
+/// - none: the task runs as it is.
+/// - sleep: after the task, the worker sleeps a delay drawn from the model (in model units of
+///   `unit` each). Costs no CPU, so many such workers share few cores faithfully.
+/// - burn: as sleep, but the worker spins on the clock instead, keeping a core busy.
+/// - repeat: the task runs `times` times in a row and the last result counts: real extra
+///   work, slowed by whatever slows the task itself.
+/// A delay ends early when the task's stop is requested (a discarded task stops costing).
+/// For unequal shares of real cores, pin several workers to one core (PoolOptions::set_cpu).
+///
+/// A value type; const methods are thread-safe. Delays draw from the worker's own generator
+/// (see PoolOptions::set_seed()), so a run seed reproduces every delay.
+class Slowdown {
+ public:
+  enum class Kind { none, sleep, burn, repeat };
+
+  /// No slowdown.
+  Slowdown() = default;
+  [[nodiscard]] static Slowdown none() noexcept { return {}; }
+  /// Sleeps model.sample() * unit after each task; throws ata::InvalidArgument for unit <= 0.
+  [[nodiscard]] static Slowdown sleep(sim::TimeModel model,
+                                      std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
+  /// Spins for model.sample() * unit after each task; throws ata::InvalidArgument for unit <= 0.
+  [[nodiscard]] static Slowdown burn(sim::TimeModel model,
+                                     std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
+  /// Runs each task `times` times; throws ata::InvalidArgument for times = 0.
+  [[nodiscard]] static Slowdown repeat(std::size_t times);
+
+  /// From round `round` (the scheduler's batch number, 1-based) on, delays draw from `model`,
+  /// as sim::WorkerChange does in the simulator. Throws ata::InvalidArgument for round 0 or a
+  /// slowdown that draws no delays (none, repeat).
+  Slowdown& change_at(std::size_t round, sim::TimeModel model);
+
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  /// Real time of one model unit (sleep, burn).
+  [[nodiscard]] std::chrono::nanoseconds unit() const noexcept { return unit_; }
+  /// Runs per task: `times` for repeat, 1 otherwise.
+  [[nodiscard]] std::size_t repetitions() const noexcept { return repetitions_; }
+  /// Whether tasks are followed by a drawn delay (sleep, burn).
+  [[nodiscard]] bool draws_delays() const noexcept {
+    return kind_ == Kind::sleep || kind_ == Kind::burn;
+  }
+  /// The model in force in round `round` (1-based); throws ata::Error unless draws_delays().
+  [[nodiscard]] const sim::TimeModel& model(std::size_t round) const;
+  /// Mean delay per task in round `round`, in real time (zero without delays).
+  [[nodiscard]] std::chrono::duration<double> mean_delay(std::size_t round) const;
+  /// One delay for a task of round `round`, drawn from `rng`; zero without delays.
+  [[nodiscard]] std::chrono::nanoseconds draw(std::size_t round, sim::Rng& rng) const;
+  /// E.g. "sleep(exponential(mean=2) x 1ms, from round 100: exponential(mean=20))",
+  /// "repeat(3)", "none".
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  struct Phase {
+    std::size_t first_round;
+    sim::TimeModel model;
+  };
+
+  Kind kind_ = Kind::none;
+  std::chrono::nanoseconds unit_{0};
+  std::size_t repetitions_ = 1;
+  std::vector<Phase> phases_;  // sorted by first_round; phases_[0] starts at round 1
+};
+
+}  // namespace ata::runtime

@@ -1,0 +1,168 @@
+#include "runtime/batch.hpp"
+
+#include <utility>
+
+namespace ata::runtime::detail {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}
+
+Batch::Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
+             std::size_t workers, TaskBody& body)
+    : mode_(mode),
+      batch_(batch),
+      round_(round),
+      allocation_(std::move(allocation)),
+      body_(body),
+      logs_(workers) {
+  if (mode_ == Dispatch::allocated) {
+    first_task_.resize(workers);
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < workers; ++i) {
+      first_task_[i] = next;
+      next += allocation_[i];
+      logs_[i].ran.reserve(allocation_[i]);
+    }
+  }
+}
+
+void Batch::run_on(PoolCore& pool) {
+  std::vector<std::size_t> targets;
+  for (std::size_t i = 0; i < logs_.size(); ++i) {
+    if (mode_ != Dispatch::allocated || allocation_[i] > 0) targets.push_back(i);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    pending_chunks_ = targets.size();
+  }
+  // Each queue entry holds a reference, so the batch outlives its last chunk.
+  pool.submit(shared_from_this(), targets);
+  std::unique_lock lock(mutex_);
+  finished_.wait(lock, [&] { return pending_chunks_ == 0; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+void Batch::run(Worker& worker) noexcept {
+  TaskContext ctx(0, worker.index(), stop_.get_token());
+  try {
+    switch (mode_) {
+      case Dispatch::allocated:
+        run_allocated(worker, ctx);
+        break;
+      case Dispatch::pull:
+        run_pull(worker, ctx);
+        break;
+      case Dispatch::greedy:
+        run_greedy(worker, ctx);
+        break;
+    }
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  finish_chunk();
+}
+
+void Batch::abandon(std::size_t /*worker*/, const std::exception_ptr& reason) noexcept {
+  fail(reason);
+  finish_chunk();
+}
+
+std::chrono::nanoseconds Batch::run_task(Worker& worker, TaskContext& ctx, std::size_t task) {
+  ctx.task_ = task;
+  const auto start = Clock::now();
+  try {
+    worker.run_slowed(body_, ctx, round_);
+  } catch (...) {
+    logs_[worker.index()].ran.push_back({task, Clock::now() - start, kDiscarded});
+    throw;
+  }
+  return Clock::now() - start;
+}
+
+void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
+  auto& log = logs_[worker.index()].ran;
+  const std::size_t first = first_task_[worker.index()];
+  const std::size_t end = first + allocation_[worker.index()];
+  for (std::size_t task = first; task < end && !ctx.stop_requested(); ++task) {
+    const auto duration = run_task(worker, ctx, task);
+    body_.accept(worker.index(), task);
+    log.push_back({task, duration, task});
+  }
+}
+
+void Batch::run_pull(Worker& worker, TaskContext& ctx) {
+  auto& log = logs_[worker.index()].ran;
+  while (!ctx.stop_requested()) {
+    const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= batch_) return;
+    const auto duration = run_task(worker, ctx, task);
+    body_.accept(worker.index(), task);
+    log.push_back({task, duration, task});
+  }
+}
+
+void Batch::run_greedy(Worker& worker, TaskContext& ctx) {
+  auto& log = logs_[worker.index()].ran;
+  // Relaxed is enough: the results themselves are published by finish_chunk()'s lock.
+  while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested()) {
+    const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    const auto duration = run_task(worker, ctx, task);
+    const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
+    if (slot < batch_) {
+      body_.accept(worker.index(), slot);
+      log.push_back({task, duration, slot});
+      // The B-th result is in: whatever still runs is surplus.
+      if (slot + 1 == batch_) stop_.request_stop();
+    } else {
+      log.push_back({task, duration, kDiscarded});
+    }
+  }
+}
+
+void Batch::fail(std::exception_ptr error) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = std::move(error);
+  }
+  stop_.request_stop();
+}
+
+void Batch::finish_chunk() noexcept {
+  // Once the count reaches 0 the waiter may destroy the task body: nothing after this
+  // touches it.
+  std::lock_guard lock(mutex_);
+  if (--pending_chunks_ == 0) finished_.notify_all();
+}
+
+void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) const {
+  const std::size_t workers = logs_.size();
+  report.dispatch = mode_;
+  report.allocation = Allocation(workers);
+  report.busy.assign(workers, std::chrono::nanoseconds{0});
+  slot_order.clear();
+
+  // Every task index handed out was run and logged, so the indices are exactly 0..ran-1 and
+  // each record has its place without sorting.
+  std::size_t ran = 0;
+  for (const auto& log : logs_) ran += log.ran.size();
+  report.tasks.assign(ran, TaskRecord{});
+  std::vector<std::size_t> slot_of_task(mode_ == Dispatch::greedy ? ran : 0);
+  for (std::size_t i = 0; i < workers; ++i) {
+    for (const Ran& r : logs_[i].ran) {
+      const bool accepted = r.slot != kDiscarded;
+      report.tasks[r.task] = TaskRecord{r.task, i, r.duration, accepted};
+      report.busy[i] += r.duration;
+      if (accepted) report.allocation.add(i);
+      if (!slot_of_task.empty()) slot_of_task[r.task] = r.slot;
+    }
+  }
+  if (mode_ == Dispatch::greedy) {
+    slot_order.reserve(batch_);
+    for (std::size_t slot : slot_of_task) {
+      if (slot != kDiscarded) slot_order.push_back(slot);
+    }
+  }
+}
+
+}  // namespace ata::runtime::detail

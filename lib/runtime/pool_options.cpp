@@ -1,0 +1,65 @@
+#include "ata/runtime/pool_options.hpp"
+
+#include <string>
+#include <utility>
+
+#include "ata/core/error.hpp"
+#include "core/checks.hpp"
+
+namespace ata::runtime {
+
+PoolOptions::PoolOptions(std::size_t workers) : slowdowns_(workers), cpus_(workers) {
+  if (workers == 0) throw InvalidArgument("a worker pool needs at least one worker, got 0");
+}
+
+PoolOptions PoolOptions::from_scenario(const sim::Scenario& scenario, std::chrono::nanoseconds unit,
+                                       Slowdown::Kind kind) {
+  if (kind != Slowdown::Kind::sleep && kind != Slowdown::Kind::burn) {
+    throw InvalidArgument("a pool from scenario '" + scenario.name() +
+                          "' sleeps or burns its delays; other slowdown kinds draw none");
+  }
+  PoolOptions options(scenario.workers());
+  for (std::size_t i = 0; i < scenario.workers(); ++i) {
+    const sim::TimeModel& model = scenario.models()[i];
+    options.slowdowns_[i] =
+        kind == Slowdown::Kind::sleep ? Slowdown::sleep(model, unit) : Slowdown::burn(model, unit);
+  }
+  for (const sim::WorkerChange& change : scenario.changes()) {
+    options.slowdowns_[change.worker].change_at(change.round, change.model);
+  }
+  return options;
+}
+
+PoolOptions& PoolOptions::set_slowdown(std::size_t worker, Slowdown slowdown) {
+  detail::require_worker_index(worker, workers());
+  slowdowns_[worker] = std::move(slowdown);
+  return *this;
+}
+
+PoolOptions& PoolOptions::set_all_slowdowns(const Slowdown& slowdown) {
+  for (auto& s : slowdowns_) s = slowdown;
+  return *this;
+}
+
+PoolOptions& PoolOptions::set_cpu(std::size_t worker, unsigned cpu) {
+  detail::require_worker_index(worker, workers());
+  cpus_[worker] = cpu;
+  return *this;
+}
+
+PoolOptions& PoolOptions::set_seed(std::uint64_t seed) noexcept {
+  seed_ = seed;
+  return *this;
+}
+
+const Slowdown& PoolOptions::slowdown(std::size_t worker) const {
+  detail::require_worker_index(worker, workers());
+  return slowdowns_[worker];
+}
+
+std::optional<unsigned> PoolOptions::cpu(std::size_t worker) const {
+  detail::require_worker_index(worker, workers());
+  return cpus_[worker];
+}
+
+}  // namespace ata::runtime

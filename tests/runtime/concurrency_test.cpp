@@ -1,0 +1,91 @@
+#include <catch2/catch_test_macros.hpp>
+#include <atomic>
+#include <deque>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+
+namespace rt = ata::runtime;
+
+namespace {
+
+// What each submitter saw go wrong; checked on the main thread (Catch2 asserts there only).
+struct SubmitterLog {
+  std::size_t batches = 0;
+  std::size_t tasks = 0;
+  std::vector<std::string> problems;
+};
+
+// Runs `batches` batches of random sizes on `scheduler`, checking each result.
+void submit(rt::BatchScheduler& scheduler, std::size_t batches, unsigned seed, SubmitterLog& log,
+            std::atomic<std::size_t>& executed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::size_t> size(1, 40);
+  for (std::size_t b = 0; b < batches; ++b) {
+    const std::size_t batch = size(rng);
+    const std::size_t tag = seed * 1000 + b;
+    auto [values, report] = scheduler.run(batch, [&](const rt::TaskContext& ctx) {
+      executed.fetch_add(1, std::memory_order_relaxed);
+      return tag * 100 + ctx.task();
+    });
+    ++log.batches;
+    log.tasks += report.tasks.size();
+    std::size_t j = 0;
+    for (const auto& record : report.tasks) {
+      if (!record.accepted) continue;
+      if (j >= values.size() || values[j] != tag * 100 + record.task) {
+        log.problems.push_back("batch " + std::to_string(tag) + ": result " + std::to_string(j) +
+                               " is not task " + std::to_string(record.task) + "'s");
+      }
+      ++j;
+    }
+    if (values.size() != batch || j != batch || report.allocation.total() != batch) {
+      log.problems.push_back("batch " + std::to_string(tag) + ": " + std::to_string(values.size()) +
+                             " results for B = " + std::to_string(batch));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("8 threads submit batches concurrently to schedulers sharing one pool",
+          "[runtime][stress]") {
+  constexpr std::size_t kSubmitters = 8;
+  constexpr std::size_t kBatches = 250;
+  rt::WorkerPool pool(4);
+  // Two submitters per strategy: every mode shares the workers with every other.
+  ata::AtaEmpiricalPolicy ata_e(4, 1.0);
+  ata::UniformPolicy uta(4);
+  ata::DynamicPolicy gta(4, ata::Dispatch::greedy);
+  ata::DynamicPolicy pull(4, ata::Dispatch::pull);
+  std::deque<rt::BatchScheduler> schedulers;  // not movable: it holds a mutex
+  for (ata::Policy* policy : std::initializer_list<ata::Policy*>{&ata_e, &uta, &gta, &pull}) {
+    schedulers.emplace_back(pool, *policy);
+  }
+
+  std::atomic<std::size_t> executed = 0;
+  std::vector<SubmitterLog> logs(kSubmitters);
+  {
+    std::vector<std::jthread> submitters;
+    for (unsigned s = 0; s < kSubmitters; ++s) {
+      submitters.emplace_back([&, s] { submit(schedulers[s % 4], kBatches, s + 1, logs[s], executed); });
+    }
+  }
+
+  std::size_t reported = 0;
+  for (const auto& log : logs) {
+    CHECK(log.batches == kBatches);
+    for (const auto& problem : log.problems) UNSCOPED_INFO(problem);
+    CHECK(log.problems.empty());
+    reported += log.tasks;
+  }
+  // Every task that ran, surplus greedy ones included, is in some report, and vice versa.
+  CHECK(executed.load() == reported);
+  for (const auto& scheduler : schedulers) CHECK(scheduler.rounds() == 2 * kBatches);
+  CHECK(pool.queued_chunks() == 0);
+  // Only the allocated policies count rounds of their own.
+  CHECK(ata_e.round() == 2 * kBatches);
+}

@@ -1,0 +1,77 @@
+#include <catch2/catch_test_macros.hpp>
+#include <chrono>
+#include <vector>
+
+#include "ata/ata.hpp"
+
+using namespace std::chrono_literals;
+namespace rt = ata::runtime;
+
+TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws",
+          "[runtime][slowdown]") {
+  const auto model = ata::sim::TimeModel::shifted_exponential(1.0, 1.0);  // mean 2 ms
+  const auto slow = rt::Slowdown::sleep(model, 1ms);
+  constexpr std::uint64_t kSeed = 99;
+  rt::WorkerPool pool(rt::PoolOptions(1).set_slowdown(0, slow).set_seed(kSeed));
+  ata::UniformPolicy policy(1);
+  rt::BatchScheduler scheduler(pool, policy);
+  constexpr std::size_t kTasks = 40;
+  const auto report = scheduler.run(kTasks, [](const rt::TaskContext&) {}).report;
+
+  // Replaying the worker's stream gives the delays it slept, task by task.
+  ata::sim::Rng replay(kSeed, 0);
+  std::chrono::nanoseconds overshoot{0};
+  double drawn_units = 0.0;
+  for (const auto& record : report.tasks) {
+    const auto delay = slow.draw(1, replay);
+    drawn_units += std::chrono::duration<double, std::milli>(delay).count();
+    CHECK(record.duration >= delay);  // a sleep never ends early
+    overshoot += record.duration - delay;
+  }
+  // Generous for a loaded machine: an idle one oversleeps by tens of microseconds.
+  CHECK(overshoot / kTasks < 2ms);
+  // And the draws themselves follow the model: 40 draws of mean 2, sd 1 (fixed by the seed).
+  const double mean = drawn_units / kTasks;
+  CHECK(mean > 1.6);
+  CHECK(mean < 2.4);
+}
+
+TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]") {
+  rt::PoolOptions options(2);
+  options.set_slowdown(0, rt::Slowdown::burn(ata::sim::TimeModel::constant(0.5), 1ms))
+      .set_slowdown(1, rt::Slowdown::repeat(3));
+  rt::WorkerPool pool(options);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy);
+  std::vector<std::atomic<int>> runs(10);
+  const auto report = scheduler.run(10, [&](const rt::TaskContext& ctx) { runs[ctx.task()]++; }).report;
+  for (const auto& record : report.tasks) {
+    CHECK(runs[record.task].load() == (record.worker == 1 ? 3 : 1));
+    if (record.worker == 0) CHECK(record.duration >= 500us);
+  }
+}
+
+TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's", "[runtime][learning]") {
+  // The simulator's "linear" preset, 1 model unit = 20 us: mean task times 1.16, 2.32 and
+  // 3.48 ms. About 0.6 s of sleeping.
+  const auto scenario = ata::sim::make_preset("linear", 3);
+  constexpr auto kUnit = 20us;
+  const std::vector<double> means = scenario.scaled(std::chrono::duration<double>(kUnit).count()).means();
+  rt::WorkerPool pool(rt::PoolOptions::from_scenario(scenario, kUnit));
+  ata::AtaEmpiricalPolicy learner(3, 1.0);
+  rt::BatchScheduler scheduler(pool, learner);
+  ata::OraclePolicy oracle(means);
+  constexpr std::size_t kBatch = 6;
+  const double best = oracle.allocate(kBatch).proxy_loss(means);
+  const double uniform = ata::UniformPolicy(3).allocate(kBatch).proxy_loss(means);
+  REQUIRE(uniform > 1.4 * best);  // so the check below can fail
+
+  constexpr std::size_t kRounds = 100;
+  constexpr std::size_t kTail = 20;
+  double tail_loss = 0.0;
+  for (std::size_t round = 0; round < kRounds; ++round) {
+    const auto report = scheduler.run(kBatch, [](const rt::TaskContext&) {}).report;
+    if (round >= kRounds - kTail) tail_loss += report.allocation.proxy_loss(means);
+  }
+  CHECK(tail_loss / kTail <= 1.1 * best);
+}

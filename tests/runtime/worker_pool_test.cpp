@@ -1,0 +1,150 @@
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_exception.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <chrono>
+#include <future>
+#include <latch>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+using Catch::Matchers::ContainsSubstring;
+using namespace std::chrono_literals;
+namespace rt = ata::runtime;
+
+namespace {
+
+// Polls `condition` until it holds; false after `limit` (a deadlock fails the test, not CI).
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("each worker keeps its index and the pool its options", "[runtime][pool]") {
+  rt::WorkerPool pool(rt::PoolOptions(3).set_seed(11));
+  CHECK(pool.size() == 3);
+  CHECK(pool.options().seed() == 11);
+  CHECK(pool.queued_chunks() == 0);
+  CHECK_FALSE(pool.is_shut_down());
+  ata::UniformPolicy policy(3);
+  rt::BatchScheduler scheduler(pool, policy);
+  // The same worker index is always the same thread.
+  std::vector<std::thread::id> first(3);
+  for (int round = 0; round < 5; ++round) {
+    auto [ids, report] = scheduler.run(3, [](const rt::TaskContext&) { return std::this_thread::get_id(); });
+    for (const auto& record : report.tasks) {
+      if (round == 0) first[record.worker] = ids[record.task];
+      CHECK(ids[record.task] == first[record.worker]);
+    }
+  }
+  CHECK(first[0] != first[1]);
+  CHECK(first[1] != first[2]);
+}
+
+#ifdef __linux__
+TEST_CASE("pinned workers run on their CPU", "[runtime][pool]") {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  std::vector<unsigned> cpus;
+  for (unsigned cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  // Worker 2 shares worker 0's CPU: unequal shares of the machine.
+  rt::PoolOptions options(3);
+  options.set_cpu(0, cpus.front()).set_cpu(1, cpus.back()).set_cpu(2, cpus.front());
+  rt::WorkerPool pool(options);
+  CHECK(pool.options().cpu(2) == cpus.front());
+  ata::UniformPolicy policy(3);
+  rt::BatchScheduler scheduler(pool, policy);
+  const auto [where, report] = scheduler.run(30, [](const rt::TaskContext&) { return sched_getcpu(); });
+  for (const auto& record : report.tasks) {
+    CHECK(where[record.task] == static_cast<int>(*options.cpu(record.worker)));
+  }
+}
+#endif
+
+TEST_CASE("a CPU the process may not use is refused", "[runtime][pool][errors]") {
+  rt::PoolOptions options(2);
+  options.set_cpu(1, 100'000);
+  CHECK_THROWS_MATCHES(rt::WorkerPool(options), ata::InvalidArgument,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("worker 1 is pinned to CPU 100000")));
+}
+
+TEST_CASE("shutdown fails a pending batch, finishes the running one, then refuses work",
+          "[runtime][pool][errors]") {
+  rt::WorkerPool pool(1);
+  ata::UniformPolicy policy(1);
+  rt::BatchScheduler scheduler(pool, policy);
+  std::binary_semaphore release(0);
+  std::latch started(1);
+
+  // Batch 1 occupies the only worker until released.
+  auto running = std::async(std::launch::async, [&] {
+    return scheduler.run(2, [&](const rt::TaskContext& ctx) {
+      if (ctx.task() == 0) {
+        started.count_down();
+        release.acquire();
+      }
+      return ctx.task();
+    });
+  });
+  started.wait();
+  // Batch 2 waits in the queue behind it.
+  auto pending = std::async(std::launch::async, [&] {
+    return scheduler.run(3, [](const rt::TaskContext& ctx) { return ctx.task(); });
+  });
+  REQUIRE(eventually([&] { return pool.queued_chunks() == 1; }));
+
+  auto closing = std::async(std::launch::async, [&] { pool.shutdown(); });
+  // The pending batch fails as soon as shutdown starts, while the worker is still busy.
+  REQUIRE(pending.wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_MATCHES(pending.get(), rt::ShutdownError,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("never ran its share")));
+  CHECK(pool.is_shut_down());
+  CHECK(closing.wait_for(0s) == std::future_status::timeout);  // still joining the busy worker
+
+  release.release();
+  const auto finished = running.get();
+  CHECK(finished.values == std::vector<std::size_t>{0, 1});
+  closing.get();
+
+  CHECK_THROWS_MATCHES(scheduler.run(1, [](const rt::TaskContext&) {}), rt::ShutdownError,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("worker pool is shut down")));
+  pool.shutdown();  // idempotent
+}
+
+TEST_CASE("a worker can neither shut its pool down nor wait for a batch on it",
+          "[runtime][pool][errors]") {
+  rt::WorkerPool pool(2);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy);
+  const auto [messages, report] = scheduler.run(2, [&](const rt::TaskContext& ctx) {
+    try {
+      if (ctx.task() == 0) {
+        pool.shutdown();
+      } else {
+        (void)scheduler.run(1, [](const rt::TaskContext&) {});
+      }
+    } catch (const ata::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  });
+  CHECK_THAT(messages[0], ContainsSubstring("would wait for itself"));
+  CHECK_THAT(messages[1], ContainsSubstring("would wait for itself"));
+  CHECK_FALSE(pool.is_shut_down());
+}
