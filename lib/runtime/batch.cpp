@@ -2,11 +2,9 @@
 
 #include <utility>
 
-namespace ata::runtime::detail {
+#include "runtime/spin.hpp"
 
-namespace {
-using Clock = std::chrono::steady_clock;
-}
+namespace ata::runtime::detail {
 
 Batch::Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
              std::size_t workers, TaskBody& body)
@@ -27,19 +25,18 @@ Batch::Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation all
   }
 }
 
-void Batch::run_on(PoolCore& pool) {
+void Batch::run_on(PoolCore& pool, std::chrono::nanoseconds spin) {
   std::vector<std::size_t> targets;
   for (std::size_t i = 0; i < logs_.size(); ++i) {
     if (mode_ != Dispatch::allocated || allocation_[i] > 0) targets.push_back(i);
   }
-  {
-    std::lock_guard lock(mutex_);
-    pending_chunks_ = targets.size();
-  }
+  pending_chunks_.store(targets.size(), std::memory_order_relaxed);
   // Each queue entry holds a reference, so the batch outlives its last chunk.
   pool.submit(shared_from_this(), targets);
+  const auto all_done = [&] { return pending_chunks_.load(std::memory_order_acquire) == 0; };
+  spin_until(all_done, spin);
   std::unique_lock lock(mutex_);
-  finished_.wait(lock, [&] { return pending_chunks_ == 0; });
+  finished_.wait(lock, all_done);
   if (error_) std::rethrow_exception(error_);
 }
 
@@ -68,24 +65,28 @@ void Batch::abandon(std::size_t /*worker*/, const std::exception_ptr& reason) no
   finish_chunk();
 }
 
-std::chrono::nanoseconds Batch::run_task(Worker& worker, TaskContext& ctx, std::size_t task) {
+std::chrono::nanoseconds Batch::run_task(Worker& worker, TaskContext& ctx, std::size_t task,
+                                         Clock::time_point& since) {
   ctx.task_ = task;
-  const auto start = Clock::now();
   try {
     worker.run_slowed(body_, ctx, round_);
   } catch (...) {
-    logs_[worker.index()].ran.push_back({task, Clock::now() - start, kDiscarded});
+    logs_[worker.index()].ran.push_back({task, Clock::now() - since, kDiscarded});
     throw;
   }
-  return Clock::now() - start;
+  const auto end = Clock::now();
+  const auto duration = end - since;
+  since = end;
+  return duration;
 }
 
 void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
   auto& log = logs_[worker.index()].ran;
   const std::size_t first = first_task_[worker.index()];
   const std::size_t end = first + allocation_[worker.index()];
+  auto since = Clock::now();
   for (std::size_t task = first; task < end && !ctx.stop_requested(); ++task) {
-    const auto duration = run_task(worker, ctx, task);
+    const auto duration = run_task(worker, ctx, task, since);
     body_.accept(worker.index(), task);
     log.push_back({task, duration, task});
   }
@@ -93,10 +94,11 @@ void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
 
 void Batch::run_pull(Worker& worker, TaskContext& ctx) {
   auto& log = logs_[worker.index()].ran;
+  auto since = Clock::now();
   while (!ctx.stop_requested()) {
     const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (task >= batch_) return;
-    const auto duration = run_task(worker, ctx, task);
+    const auto duration = run_task(worker, ctx, task, since);
     body_.accept(worker.index(), task);
     log.push_back({task, duration, task});
   }
@@ -104,10 +106,11 @@ void Batch::run_pull(Worker& worker, TaskContext& ctx) {
 
 void Batch::run_greedy(Worker& worker, TaskContext& ctx) {
   auto& log = logs_[worker.index()].ran;
-  // Relaxed is enough: the results themselves are published by finish_chunk()'s lock.
+  auto since = Clock::now();
+  // Relaxed is enough: the results themselves are published by finish_chunk().
   while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested()) {
     const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    const auto duration = run_task(worker, ctx, task);
+    const auto duration = run_task(worker, ctx, task, since);
     const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
     if (slot < batch_) {
       body_.accept(worker.index(), slot);
@@ -129,10 +132,12 @@ void Batch::fail(std::exception_ptr error) noexcept {
 }
 
 void Batch::finish_chunk() noexcept {
-  // Once the count reaches 0 the waiter may destroy the task body: nothing after this
-  // touches it.
-  std::lock_guard lock(mutex_);
-  if (--pending_chunks_ == 0) finished_.notify_all();
+  // Once the count reaches 0 the waiter may destroy the task body: nothing after this touches
+  // it. The batch itself lives on in the caller's reference to this chunk.
+  if (pending_chunks_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lock(mutex_);
+    finished_.notify_all();
+  }
 }
 
 void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) const {

@@ -21,16 +21,18 @@
 
 namespace ata::runtime::detail {
 
+using Clock = std::chrono::steady_clock;
+
 class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
  public:
   // `allocation` is used in Dispatch::allocated mode only. `body` must outlive wait().
   Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
         std::size_t workers, TaskBody& body);
 
-  // Call on a Batch owned by a std::shared_ptr. Hands one chunk to each worker with work and returns once all of them have run or been
-  // abandoned. Rethrows ShutdownError if the pool refuses the batch, and then the first error
+  // Call on a Batch owned by a std::shared_ptr. Hands one chunk to each worker with work and
+  // returns once all of them have run or been abandoned, polling for up to `spin` first. Rethrows ShutdownError if the pool refuses the batch, and then the first error
   // of the batch (a task's exception, or ShutdownError for an abandoned chunk).
-  void run_on(PoolCore& pool);
+  void run_on(PoolCore& pool, std::chrono::nanoseconds spin);
 
   // After run_on(): the report's allocation, busy times and task records, and the result
   // slots in task-index order (left empty when slot j holds task j).
@@ -55,8 +57,11 @@ class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
   void run_allocated(Worker& worker, TaskContext& ctx);
   void run_pull(Worker& worker, TaskContext& ctx);
   void run_greedy(Worker& worker, TaskContext& ctx);
-  // Runs and times task `task`, logging it as discarded if it throws.
-  std::chrono::nanoseconds run_task(Worker& worker, TaskContext& ctx, std::size_t task);
+  // Runs task `task` and returns its duration, timed from `since`, which it then moves to the
+  // task's end: one clock read per task. A task's time thus includes the scheduler's few
+  // nanoseconds of bookkeeping before it. A task that throws is logged as discarded.
+  std::chrono::nanoseconds run_task(Worker& worker, TaskContext& ctx, std::size_t task,
+                                    Clock::time_point& since);
   void fail(std::exception_ptr error) noexcept;
   void finish_chunk() noexcept;
 
@@ -71,10 +76,12 @@ class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
   std::atomic<std::size_t> accepted_{0};   // greedy: results accepted so far (may pass B)
   std::vector<WorkerLog> logs_;            // logs_[i] written by worker i only
 
+  // Chunks not yet run or abandoned. The waiter polls it, then sleeps on finished_; the last
+  // chunk notifies under mutex_, so the wake-up cannot slip between check and sleep.
+  std::atomic<std::size_t> pending_chunks_{0};
   std::mutex mutex_;
   std::condition_variable finished_;
-  std::size_t pending_chunks_ = 0;  // guarded by mutex_
-  std::exception_ptr error_;        // guarded by mutex_; the first failure wins
+  std::exception_ptr error_;  // guarded by mutex_; the first failure wins
 };
 
 }  // namespace ata::runtime::detail

@@ -41,7 +41,7 @@ BatchScheduler::Outcome BatchScheduler::dispatch(std::size_t batch, detail::Task
 
   const auto job = std::make_shared<detail::Batch>(mode, batch, round, std::move(allocation),
                                                    pool_.size(), body);
-  job->run_on(*pool_.core_);
+  job->run_on(*pool_.core_, pool_.options().idle_spin());
 
   Outcome outcome;
   job->collect(outcome.report, outcome.slot_order);

@@ -5,6 +5,7 @@
 
 #include "ata/core/error.hpp"
 #include "ata/runtime/shutdown_error.hpp"
+#include "runtime/spin.hpp"
 
 #ifdef __linux__
 #include <pthread.h>
@@ -115,7 +116,9 @@ PoolCore::~PoolCore() { shutdown(); }
 void PoolCore::serve(Worker& worker) {
   current_pool = this;
   if (worker.slowdown_.kind() == Slowdown::Kind::sleep) tighten_timer_slack();
+  const auto has_work = [&] { return worker.queued_.load(std::memory_order_acquire) > 0; };
   for (;;) {
+    spin_until(has_work, options_.idle_spin());
     std::shared_ptr<Chunk> chunk;
     {
       std::unique_lock lock(worker.queue_mutex_);
@@ -124,6 +127,7 @@ void PoolCore::serve(Worker& worker) {
       if (worker.stopping_) return;
       chunk = std::move(worker.queue_.front());
       worker.queue_.pop_front();
+      worker.queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     chunk->run(worker);
   }
@@ -132,8 +136,7 @@ void PoolCore::serve(Worker& worker) {
 std::size_t PoolCore::queued() const {
   std::size_t total = 0;
   for (const auto& worker : workers_) {
-    std::lock_guard lock(worker->queue_mutex_);
-    total += worker->queue_.size();
+    total += worker->queued_.load(std::memory_order_relaxed);
   }
   return total;
 }
@@ -150,6 +153,7 @@ void PoolCore::submit(const std::shared_ptr<Chunk>& chunk, std::span<const std::
     {
       std::lock_guard lock(worker.queue_mutex_);
       worker.queue_.push_back(chunk);
+      worker.queued_.fetch_add(1, std::memory_order_release);
     }
     worker.queue_ready_.notify_one();
   }
@@ -174,6 +178,7 @@ void PoolCore::shutdown() {
       worker->stopping_ = true;
       for (auto& chunk : worker->queue_) dropped.emplace_back(worker->index_, std::move(chunk));
       worker->queue_.clear();
+      worker->queued_.store(0, std::memory_order_relaxed);
     }
     worker->queue_ready_.notify_one();
   }

@@ -61,6 +61,7 @@ class Worker {
   std::mutex queue_mutex_;
   std::condition_variable queue_ready_;
   std::deque<std::shared_ptr<Chunk>> queue_;  // guarded by queue_mutex_
+  std::atomic<std::size_t> queued_{0};        // queue_.size(), for polling without the lock
   bool stopping_ = false;                     // guarded by queue_mutex_
   std::thread thread_;
 };

@@ -47,6 +47,14 @@ PoolOptions& PoolOptions::set_cpu(std::size_t worker, unsigned cpu) {
   return *this;
 }
 
+PoolOptions& PoolOptions::set_idle_spin(std::chrono::nanoseconds spin) {
+  if (spin < std::chrono::nanoseconds{0}) {
+    throw InvalidArgument("idle spin must be >= 0 ns, got " + std::to_string(spin.count()) + " ns");
+  }
+  idle_spin_ = spin;
+  return *this;
+}
+
 PoolOptions& PoolOptions::set_seed(std::uint64_t seed) noexcept {
   seed_ = seed;
   return *this;

@@ -33,12 +33,14 @@ std::unique_ptr<ata::Policy> policy_named(const std::string& name, std::size_t w
 
 TEST_CASE("every mode returns B results in task-index order", "[runtime][scheduler]") {
   const std::string name = GENERATE("ata", "ata-e", "ofta", "uta", "gta", "pull");
+  // Without polling, every hand-over goes through the condition variables.
+  const auto spin = GENERATE(rt::PoolOptions::kDefaultIdleSpin, std::chrono::nanoseconds{0});
   constexpr std::size_t kWorkers = 3;
-  rt::WorkerPool pool(kWorkers);
+  rt::WorkerPool pool(rt::PoolOptions(kWorkers).set_idle_spin(spin));
   auto policy = policy_named(name, kWorkers);
   rt::BatchScheduler scheduler(pool, *policy);
   for (std::size_t batch : {1u, 2u, 7u, 64u}) {
-    CAPTURE(name, batch);
+    CAPTURE(name, spin.count(), batch);
     auto [values, report] = scheduler.run(batch, [](const rt::TaskContext& ctx) {
       return std::to_string(ctx.task());
     });

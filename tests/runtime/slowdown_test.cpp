@@ -79,6 +79,8 @@ TEST_CASE("bad slowdowns and pool options are refused", "[runtime][slowdown][err
                        Catch::Matchers::MessageMatches(ContainsSubstring("worker index 2")));
   CHECK_THROWS_AS(options.set_cpu(5, 0), ata::InvalidArgument);
   CHECK_THROWS_AS(options.slowdown(2), ata::InvalidArgument);
+  CHECK_THROWS_MATCHES(options.set_idle_spin(-1ns), ata::InvalidArgument,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("idle spin must be >= 0 ns, got -1 ns")));
   CHECK_THROWS_AS(rt::PoolOptions::from_scenario(ata::sim::make_preset("linear", 2), 1ms,
                                                  rt::Slowdown::Kind::repeat),
                   ata::InvalidArgument);

@@ -27,6 +27,9 @@ namespace ata::runtime {
 /// the caller varies it.
 class PoolOptions {
  public:
+  /// See set_idle_spin(); docs/runtime.md has the measurements behind it.
+  static constexpr std::chrono::nanoseconds kDefaultIdleSpin = std::chrono::microseconds(50);
+
   /// `workers` workers without slowdown, unpinned. Throws ata::InvalidArgument for 0.
   explicit PoolOptions(std::size_t workers);
 
@@ -49,6 +52,11 @@ class PoolOptions {
   /// ata::InvalidArgument if the CPU is not available to the process; this throws for a
   /// worker out of range.
   PoolOptions& set_cpu(std::size_t worker, unsigned cpu);
+  /// How long an idle worker polls its queue, and a caller of run() polls for the end of its
+  /// batch, before going to sleep. Waking a sleeping thread costs tens of microseconds, more
+  /// than a batch of small tasks; polling (which yields the core to any runnable thread) costs
+  /// CPU time while idle. Zero never polls. Throws ata::InvalidArgument when negative.
+  PoolOptions& set_idle_spin(std::chrono::nanoseconds spin);
   /// The run seed. Worker i draws its delays from sim::Rng(seed, i), the stream the simulator
   /// gives its worker i: with the same seed, the u-th task worker i runs is delayed by the
   /// time its u-th task takes in ata::sim::Simulation.
@@ -60,11 +68,13 @@ class PoolOptions {
   /// The CPU worker `worker` is pinned to, if any; throws ata::InvalidArgument when out of range.
   [[nodiscard]] std::optional<unsigned> cpu(std::size_t worker) const;
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
+  [[nodiscard]] std::chrono::nanoseconds idle_spin() const noexcept { return idle_spin_; }
 
  private:
   std::vector<Slowdown> slowdowns_;
   std::vector<std::optional<unsigned>> cpus_;
   std::uint64_t seed_ = 0x5eed;
+  std::chrono::nanoseconds idle_spin_ = kDefaultIdleSpin;
 };
 
 }  // namespace ata::runtime

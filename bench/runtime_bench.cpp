@@ -1,0 +1,112 @@
+// Scheduler overhead per task for empty tasks on n = 2 threads, side by side with the peers a
+// C++ programmer would reach for: tbb::task_group (one run() per task), tbb::parallel_for and
+// boost::asio::thread_pool (one post() per task). The "per_task" counter is wall time per task.
+//   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstddef>
+#include <latch>
+#include <memory>
+#include <string>
+
+// Boost 1.74's Asio uses std::exchange without including <utility> itself (g++ 12).
+#include <utility>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
+
+#include "ata/ata.hpp"
+
+namespace {
+
+constexpr std::size_t kThreads = 2;
+
+void count_tasks(benchmark::State& state, std::size_t batch) {
+  state.counters["per_task"] = benchmark::Counter(
+      static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+std::size_t batch_of(const benchmark::State& state) { return static_cast<std::size_t>(state.range(0)); }
+
+// ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
+void BM_Ata(benchmark::State& state, const std::string& name) {
+  const std::size_t batch = batch_of(state);
+  ata::runtime::WorkerPool pool(kThreads);
+  auto policy = ata::make_policy(name, kThreads);
+  ata::runtime::BatchScheduler scheduler(pool, *policy);
+  std::atomic<std::size_t> sink = 0;
+  for (auto _ : state) {
+    scheduler.run(batch, [&](const ata::runtime::TaskContext& ctx) {
+      if (ctx.task() == 0) sink.fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  count_tasks(state, batch);
+}
+
+// The caller thread plus one TBB worker: kThreads threads run tasks, as in the pool above.
+void BM_TbbTaskGroup(benchmark::State& state) {
+  const std::size_t batch = batch_of(state);
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, kThreads);
+  std::atomic<std::size_t> sink = 0;
+  for (auto _ : state) {
+    tbb::task_group group;
+    for (std::size_t t = 0; t < batch; ++t) {
+      group.run([&sink, t] {
+        if (t == 0) sink.fetch_add(1, std::memory_order_relaxed);
+      });
+    }
+    group.wait();
+  }
+  benchmark::DoNotOptimize(sink.load());
+  count_tasks(state, batch);
+}
+
+void BM_TbbParallelFor(benchmark::State& state) {
+  const std::size_t batch = batch_of(state);
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, kThreads);
+  std::atomic<std::size_t> sink = 0;
+  for (auto _ : state) {
+    tbb::parallel_for(std::size_t{0}, batch, [&sink](std::size_t t) {
+      if (t == 0) sink.fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  count_tasks(state, batch);
+}
+
+// kThreads pool threads; the caller posts and waits on a latch, as run() waits for its batch.
+void BM_AsioThreadPool(benchmark::State& state) {
+  const std::size_t batch = batch_of(state);
+  boost::asio::thread_pool pool(kThreads);
+  std::atomic<std::size_t> sink = 0;
+  for (auto _ : state) {
+    std::latch done(static_cast<std::ptrdiff_t>(batch));
+    for (std::size_t t = 0; t < batch; ++t) {
+      boost::asio::post(pool, [&done, &sink, t] {
+        if (t == 0) sink.fetch_add(1, std::memory_order_relaxed);
+        done.count_down();
+      });
+    }
+    done.wait();
+  }
+  pool.join();
+  benchmark::DoNotOptimize(sink.load());
+  count_tasks(state, batch);
+}
+
+void Batches(benchmark::internal::Benchmark* b) {
+  b->ArgName("B")->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"))->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"))->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"))->Apply(Batches);
+BENCHMARK(BM_TbbTaskGroup)->Apply(Batches);
+BENCHMARK(BM_TbbParallelFor)->Apply(Batches);
+BENCHMARK(BM_AsioThreadPool)->Apply(Batches);
