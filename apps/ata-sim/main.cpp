@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -258,19 +257,6 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json_path, "write the summary as JSON to this file");
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file");
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "ata-sim: error: " << e.what() << " (see --help)\n";
-    return 2;
-  }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::cerr << "ata-sim: error: " << e.what() << "\n";
-    return 1;
-  }
+  if (const auto exit_code = ata::apps::parse_command_line(app, argc, argv, "ata-sim")) return *exit_code;
+  return ata::apps::run_reporting_errors("ata-sim", [&] { return run(o); });
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "ata/core/error.hpp"
@@ -40,6 +41,28 @@ const CLI::Validator kWholeAtLeastOne = number_check("a whole number >= 1", true
 const CLI::Validator kWholeNonNegative = number_check("a whole number >= 0", true, 0.0, true);
 const CLI::Validator kPositiveNumber = number_check("a number > 0", false, 0.0, false);
 const CLI::Validator kNonNegativeNumber = number_check("a number >= 0", false, 0.0, true);
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* program) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << program << ": error: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+int run_reporting_errors(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::cerr << program << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
 
 std::string Table::render() const {
   std::vector<std::size_t> width(header_.size(), 0);

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +18,14 @@ extern const CLI::Validator kWholeAtLeastOne;
 extern const CLI::Validator kWholeNonNegative;
 extern const CLI::Validator kPositiveNumber;
 extern const CLI::Validator kNonNegativeNumber;
+
+/// Parses the command line. Returns std::nullopt to go on, or the exit code: 0 after printing
+/// --help, 2 after printing one line "<program>: error: <what> (see --help)" for a bad flag.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* program);
+
+/// Runs `body` and returns its exit code; an exception becomes one line on stderr,
+/// "<program>: error: <what>", and exit code 1.
+int run_reporting_errors(const char* program, const std::function<int()>& body);
 
 /// A plain text table with right-aligned numeric columns.
 class Table {

@@ -51,10 +51,6 @@ std::size_t draw_index(sim::Rng& rng, std::size_t count) {
   return static_cast<std::size_t>(sim::uniform01(rng) * static_cast<double>(count));
 }
 
-void require_nonempty(const Dataset& data, const std::string& name) {
-  if (data.rows == 0 || data.cols == 0) throw InvalidArgument("dataset '" + name + "' is empty");
-}
-
 }  // namespace
 
 void Problem::stochastic_prox(std::span<const double>, double, sim::Rng&, std::span<double>) const {
@@ -107,6 +103,33 @@ void QuadraticProblem::stochastic_gradient(std::span<const double> x, sim::Rng& 
   }
 }
 
+// ---- finite sums ------------------------------------------------------------------------------
+
+FiniteSumProblem::FiniteSumProblem(Dataset data, const std::string& kind, const std::string& name,
+                                   const std::string& details)
+    : data_(std::move(data)),
+      description_(kind + " on " + name + " (" + std::to_string(data_.rows) + " x " + std::to_string(data_.cols) +
+                   details + ")") {
+  if (data_.rows == 0 || data_.cols == 0) throw InvalidArgument("dataset '" + name + "' is empty");
+}
+
+std::string FiniteSumProblem::describe() const { return description_; }
+
+double FiniteSumProblem::loss(std::span<const double> x) const {
+  double total = 0.0;
+  for (std::size_t i = 0; i < data_.rows; ++i) total += sample_loss(i, x);
+  return total / static_cast<double>(data_.rows);
+}
+
+void FiniteSumProblem::stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const {
+  sample_gradient(draw_index(rng, data_.rows), x, out);
+}
+
+void FiniteSumProblem::stochastic_prox(std::span<const double> x, double step, sim::Rng& rng,
+                                       std::span<double> out) const {
+  sample_prox(draw_index(rng, data_.rows), x, step, out);
+}
+
 // ---- logistic regression ----------------------------------------------------------------------
 
 double logistic_prox_root(double u, double v) {
@@ -126,9 +149,8 @@ double logistic_prox_root(double u, double v) {
   return t;
 }
 
-LogisticProblem::LogisticProblem(Dataset data, double l2, std::string name)
-    : data_(std::move(data)), l2_(l2), name_(std::move(name)) {
-  require_nonempty(data_, name_);
+LogisticProblem::LogisticProblem(Dataset data, double l2, const std::string& name)
+    : FiniteSumProblem(std::move(data), "logistic regression", name, ", l2 = " + std::to_string(l2)), l2_(l2) {
   if (!std::isfinite(l2) || l2 <= 0.0) throw InvalidArgument("logistic regression needs l2 > 0 (strong convexity)");
   for (double c : data_.targets) {
     if (c != 1.0 && c != -1.0) throw InvalidArgument("logistic regression needs labels +-1");
@@ -168,19 +190,8 @@ LogisticProblem::LogisticProblem(Dataset data, double l2, std::string name)
   optimal_loss_ = loss(x);
 }
 
-std::string LogisticProblem::describe() const {
-  return "logistic regression on " + name_ + " (" + std::to_string(data_.rows) + " x " + std::to_string(data_.cols) +
-         ", l2 = " + std::to_string(l2_) + ")";
-}
-
 double LogisticProblem::sample_loss(std::size_t j, std::span<const double> x) const {
   return logistic_loss(data_.targets[j] * dot(data_.row(j), x)) + 0.5 * l2_ * dot(x, x);
-}
-
-double LogisticProblem::loss(std::span<const double> x) const {
-  double total = 0.0;
-  for (std::size_t i = 0; i < data_.rows; ++i) total += logistic_loss(data_.targets[i] * dot(data_.row(i), x));
-  return total / static_cast<double>(data_.rows) + 0.5 * l2_ * dot(x, x);
 }
 
 void LogisticProblem::sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const {
@@ -188,10 +199,6 @@ void LogisticProblem::sample_gradient(std::size_t j, std::span<const double> x, 
   const double c = data_.targets[j];
   const double s = sigmoid(-c * dot(a, x));
   for (std::size_t k = 0; k < a.size(); ++k) out[k] = -c * s * a[k] + l2_ * x[k];
-}
-
-void LogisticProblem::stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const {
-  sample_gradient(draw_index(rng, data_.rows), x, out);
 }
 
 // The L2 term folds into the prox: prox_{g (l + l2/2 |.|^2)}(x) = prox_{g' l}(x / (1 + g l2)),
@@ -207,16 +214,10 @@ void LogisticProblem::sample_prox(std::size_t j, std::span<const double> x, doub
   for (std::size_t k = 0; k < a.size(); ++k) out[k] = x[k] * shrink + pull * a[k];
 }
 
-void LogisticProblem::stochastic_prox(std::span<const double> x, double step, sim::Rng& rng,
-                                      std::span<double> out) const {
-  sample_prox(draw_index(rng, data_.rows), x, step, out);
-}
-
 // ---- least squares ----------------------------------------------------------------------------
 
-LeastSquaresProblem::LeastSquaresProblem(Dataset data, std::string name)
-    : data_(std::move(data)), name_(std::move(name)) {
-  require_nonempty(data_, name_);
+LeastSquaresProblem::LeastSquaresProblem(Dataset data, const std::string& name)
+    : FiniteSumProblem(std::move(data), "least squares", name) {
   const std::size_t d = data_.cols;
   std::vector<double> normal(d * d, 0.0);
   std::vector<double> rhs(d, 0.0);
@@ -230,19 +231,9 @@ LeastSquaresProblem::LeastSquaresProblem(Dataset data, std::string name)
   optimal_loss_ = loss(solve_spd(std::move(normal), std::move(rhs)));
 }
 
-std::string LeastSquaresProblem::describe() const {
-  return "least squares on " + name_ + " (" + std::to_string(data_.rows) + " x " + std::to_string(data_.cols) + ")";
-}
-
 double LeastSquaresProblem::sample_loss(std::size_t j, std::span<const double> x) const {
   const double r = dot(data_.row(j), x) - data_.targets[j];
   return 0.5 * r * r;
-}
-
-double LeastSquaresProblem::loss(std::span<const double> x) const {
-  double total = 0.0;
-  for (std::size_t i = 0; i < data_.rows; ++i) total += sample_loss(i, x);
-  return total / static_cast<double>(data_.rows);
 }
 
 void LeastSquaresProblem::sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const {
@@ -251,19 +242,10 @@ void LeastSquaresProblem::sample_gradient(std::size_t j, std::span<const double>
   for (std::size_t k = 0; k < a.size(); ++k) out[k] = r * a[k];
 }
 
-void LeastSquaresProblem::stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const {
-  sample_gradient(draw_index(rng, data_.rows), x, out);
-}
-
 void LeastSquaresProblem::sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const {
   const auto a = data_.row(j);
   const double scale = step * (dot(a, x) - data_.targets[j]) / (1.0 + step * dot(a, a));
   for (std::size_t k = 0; k < a.size(); ++k) out[k] = x[k] - scale * a[k];
-}
-
-void LeastSquaresProblem::stochastic_prox(std::span<const double> x, double step, sim::Rng& rng,
-                                          std::span<double> out) const {
-  sample_prox(draw_index(rng, data_.rows), x, step, out);
 }
 
 }  // namespace ata::ml

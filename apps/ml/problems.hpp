@@ -52,47 +52,52 @@ class QuadraticProblem final : public Problem {
   double noise_;
 };
 
-/// Binary logistic regression with L2: f_j(x) = log(1 + exp(-c_j a_j'x)) + (l2/2) |x|^2,
-/// labels c_j = +-1.
-class LogisticProblem final : public Problem {
+/// A finite sum over a dataset, f = mean_j f_j: a task samples j uniformly.
+class FiniteSumProblem : public Problem {
  public:
-  LogisticProblem(Dataset data, double l2, std::string name);
-  [[nodiscard]] std::string describe() const override;
-  [[nodiscard]] std::size_t dim() const override { return data_.cols; }
-  [[nodiscard]] double loss(std::span<const double> x) const override;
-  void stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const override;
-  void stochastic_prox(std::span<const double> x, double step, sim::Rng& rng, std::span<double> out) const override;
-  [[nodiscard]] bool has_prox() const noexcept override { return true; }
-  /// Gradient and prox of f_j for a given j (the tests check them one sample at a time).
-  void sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const;
-  void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const;
-  [[nodiscard]] double sample_loss(std::size_t j, std::span<const double> x) const;
+  void stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const final;
+  void stochastic_prox(std::span<const double> x, double step, sim::Rng& rng, std::span<double> out) const final;
+  [[nodiscard]] bool has_prox() const noexcept final { return true; }
+  [[nodiscard]] std::size_t dim() const final { return data_.cols; }
+  [[nodiscard]] std::string describe() const final;
+  [[nodiscard]] double loss(std::span<const double> x) const final;
   [[nodiscard]] std::size_t samples() const noexcept { return data_.rows; }
 
- private:
+  /// f_j, its gradient and its prox, for a given j (the tests check them one at a time).
+  [[nodiscard]] virtual double sample_loss(std::size_t j, std::span<const double> x) const = 0;
+  virtual void sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const = 0;
+  virtual void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const = 0;
+
+ protected:
+  /// Described as "<kind> on <name> (rows x cols<details>)". Throws ata::InvalidArgument for an
+  /// empty dataset.
+  FiniteSumProblem(Dataset data, const std::string& kind, const std::string& name, const std::string& details = "");
   Dataset data_;
+
+ private:
+  std::string description_;
+};
+
+/// Binary logistic regression with L2: f_j(x) = log(1 + exp(-c_j a_j'x)) + (l2/2) |x|^2,
+/// labels c_j = +-1.
+class LogisticProblem final : public FiniteSumProblem {
+ public:
+  LogisticProblem(Dataset data, double l2, const std::string& name);
+  [[nodiscard]] double sample_loss(std::size_t j, std::span<const double> x) const override;
+  void sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const override;
+  void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const override;
+
+ private:
   double l2_;
-  std::string name_;
 };
 
 /// Least squares: f_j(x) = 1/2 (a_j'x - b_j)^2; its prox is closed-form.
-class LeastSquaresProblem final : public Problem {
+class LeastSquaresProblem final : public FiniteSumProblem {
  public:
-  LeastSquaresProblem(Dataset data, std::string name);
-  [[nodiscard]] std::string describe() const override;
-  [[nodiscard]] std::size_t dim() const override { return data_.cols; }
-  [[nodiscard]] double loss(std::span<const double> x) const override;
-  void stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const override;
-  void stochastic_prox(std::span<const double> x, double step, sim::Rng& rng, std::span<double> out) const override;
-  [[nodiscard]] bool has_prox() const noexcept override { return true; }
-  void sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const;
-  void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const;
-  [[nodiscard]] double sample_loss(std::size_t j, std::span<const double> x) const;
-  [[nodiscard]] std::size_t samples() const noexcept { return data_.rows; }
-
- private:
-  Dataset data_;
-  std::string name_;
+  LeastSquaresProblem(Dataset data, const std::string& name);
+  [[nodiscard]] double sample_loss(std::size_t j, std::span<const double> x) const override;
+  void sample_gradient(std::size_t j, std::span<const double> x, std::span<double> out) const override;
+  void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const override;
 };
 
 /// The scalar root behind the logistic prox (DESIGN.md section 6): the unique t with

@@ -231,25 +231,12 @@ int training_main(int argc, char** argv, Method method) {
   app.add_option("--json", o.json_path, "write the summary as JSON");
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV");
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << program << ": error: " << e.what() << " (see --help)\n";
-    return 2;
-  }
+  if (const auto exit_code = apps::parse_command_line(app, argc, argv, program)) return *exit_code;
   if (o.target_gap >= 1.0) {
     std::cerr << program << ": error: --target-gap must be < 1, got " << o.target_gap << "\n";
     return 2;
   }
-  try {
-    return run(o, method, program);
-  } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return apps::run_reporting_errors(program, [&] { return run(o, method, program); });
 }
 
 }  // namespace ata::ml
