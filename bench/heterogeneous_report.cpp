@@ -19,9 +19,9 @@ namespace {
 using Seconds = std::chrono::duration<double>;
 
 struct Totals {
-  double wall = 0.0;     // seconds
-  double worker = 0.0;   // seconds
-  double overhead = 0.0; // seconds, threads only
+  double wall = 0.0;      // seconds
+  double worker = 0.0;    // seconds
+  double overhead = 0.0;  // seconds, threads only
   double worst_overhead = 0.0;
 };
 
@@ -77,12 +77,14 @@ Totals run_virtual(const Config& c, const ata::sim::Scenario& seconds, const std
 
 int main(int argc, char** argv) {
   Config c;
-  CLI::App app{"ata_bench_heterogeneous: strategies on sleeping heterogeneous threads vs virtual time"};
+  CLI::App app{
+      "ata_bench_heterogeneous: strategies on sleeping heterogeneous threads vs virtual time"};
   app.add_option("--preset", c.preset, "simulator preset (ata::sim::preset_names())");
   app.add_option("--workers", c.workers, "n")->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "B")->check(CLI::PositiveNumber);
   app.add_option("--rounds", c.rounds, "rounds per strategy")->check(CLI::PositiveNumber);
-  app.add_option("--unit-us", c.unit_us, "microseconds of sleep per model unit")->check(CLI::PositiveNumber);
+  app.add_option("--unit-us", c.unit_us, "microseconds of sleep per model unit")
+      ->check(CLI::PositiveNumber);
   app.add_option("--seed", c.seed, "run seed (threads and simulator)");
   CLI11_PARSE(app, argc, argv);
 
@@ -92,8 +94,8 @@ int main(int argc, char** argv) {
     std::printf("preset %s, n = %zu, B = %zu, %zu rounds, 1 unit = %g us, seed %llu\n",
                 c.preset.c_str(), c.workers, c.batch, c.rounds, c.unit_us,
                 static_cast<unsigned long long>(c.seed));
-    std::printf("%-6s | %9s %6s | %9s %6s | %10s %10s | %12s %10s %12s\n", "", "wall (s)",
-                "/OFTA", "worker (s)", "/OFTA", "sim wall", "sim worker", "overhead/rnd", "of wall",
+    std::printf("%-6s | %9s %6s | %9s %6s | %10s %10s | %12s %10s %12s\n", "", "wall (s)", "/OFTA",
+                "worker (s)", "/OFTA", "sim wall", "sim worker", "overhead/rnd", "of wall",
                 "worst rnd");
     Totals oracle_threads;
     Totals oracle_virtual;
@@ -107,8 +109,9 @@ int main(int argc, char** argv) {
       std::printf("%-6s | %9.3f %6.2f | %9.3f %6.2f | %10.2f %10.2f | %9.1f us %9.2f%% %9.1f us\n",
                   name.c_str(), t.wall, t.wall / oracle_threads.wall, t.worker,
                   t.worker / oracle_threads.worker, v.wall / oracle_virtual.wall,
-                  v.worker / oracle_virtual.worker, 1e6 * t.overhead / static_cast<double>(c.rounds),
-                  100.0 * t.overhead / t.wall, 1e6 * t.worst_overhead);
+                  v.worker / oracle_virtual.worker,
+                  1e6 * t.overhead / static_cast<double>(c.rounds), 100.0 * t.overhead / t.wall,
+                  1e6 * t.worst_overhead);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

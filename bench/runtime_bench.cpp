@@ -25,11 +25,14 @@ namespace {
 constexpr std::size_t kThreads = 2;
 
 void count_tasks(benchmark::State& state, std::size_t batch) {
-  state.counters["per_task"] = benchmark::Counter(
-      static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_task"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate |
+                                                         benchmark::Counter::kInvert);
 }
 
-std::size_t batch_of(const benchmark::State& state) { return static_cast<std::size_t>(state.range(0)); }
+std::size_t batch_of(const benchmark::State& state) {
+  return static_cast<std::size_t>(state.range(0));
+}
 
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
 void BM_Ata(benchmark::State& state, const std::string& name) {

@@ -154,7 +154,7 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) c
   report.tasks.assign(ran, TaskRecord{});
   std::vector<std::size_t> slot_of_task(mode_ == Dispatch::greedy ? ran : 0);
   for (std::size_t i = 0; i < workers; ++i) {
-    for (const Ran& r : logs_[i].ran) {
+    for (const RanTask& r : logs_[i].ran) {
       const bool accepted = r.slot != kDiscarded;
       report.tasks[r.task] = TaskRecord{r.task, i, r.duration, accepted};
       report.busy[i] += r.duration;

@@ -25,13 +25,14 @@ using Clock = std::chrono::steady_clock;
 
 class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
  public:
-  // `allocation` is used in Dispatch::allocated mode only. `body` must outlive wait().
+  // `allocation` is used in Dispatch::allocated mode only. `body` must outlive run_on().
   Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
         std::size_t workers, TaskBody& body);
 
   // Call on a Batch owned by a std::shared_ptr. Hands one chunk to each worker with work and
-  // returns once all of them have run or been abandoned, polling for up to `spin` first. Rethrows ShutdownError if the pool refuses the batch, and then the first error
-  // of the batch (a task's exception, or ShutdownError for an abandoned chunk).
+  // returns once all of them have run or been abandoned, polling for up to `spin` before
+  // sleeping. Throws ShutdownError if the pool refuses the batch, then rethrows the batch's
+  // first error (a task's exception, or ShutdownError for an abandoned chunk).
   void run_on(PoolCore& pool, std::chrono::nanoseconds spin);
 
   // After run_on(): the report's allocation, busy times and task records, and the result
@@ -44,14 +45,14 @@ class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
  private:
   static constexpr std::size_t kDiscarded = std::numeric_limits<std::size_t>::max();
 
-  struct Ran {
+  struct RanTask {
     std::size_t task;
     std::chrono::nanoseconds duration;
     std::size_t slot;  // where its result went, or kDiscarded
   };
   // One cache line each: every worker appends to its own log while the others do.
   struct alignas(64) WorkerLog {
-    std::vector<Ran> ran;
+    std::vector<RanTask> ran;
   };
 
   void run_allocated(Worker& worker, TaskContext& ctx);

@@ -26,8 +26,9 @@ BatchScheduler::Outcome BatchScheduler::dispatch(std::size_t batch, detail::Task
                                                  std::chrono::steady_clock::time_point start) {
   if (batch == 0) throw InvalidArgument("a batch needs at least one task, got B = 0");
   if (pool_.core_->is_own_thread()) {
-    throw Error("BatchScheduler::run() called from a task of its own pool would wait for "
-                "itself; run batches from other threads");
+    throw Error(
+        "BatchScheduler::run() called from a task of its own pool would wait for "
+        "itself; run batches from other threads");
   }
   Dispatch mode = Dispatch::allocated;
   Allocation allocation;

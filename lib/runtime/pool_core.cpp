@@ -97,8 +97,7 @@ PoolCore::PoolCore(const PoolOptions& options) : options_(options) {
   }
   workers_.reserve(options_.workers());
   for (std::size_t i = 0; i < options_.workers(); ++i) {
-    workers_.push_back(
-        std::make_unique<Worker>(i, options_.slowdown(i), options_.seed()));
+    workers_.push_back(std::make_unique<Worker>(i, options_.slowdown(i), options_.seed()));
   }
   try {
     for (auto& worker : workers_) {
@@ -161,8 +160,9 @@ void PoolCore::submit(const std::shared_ptr<Chunk>& chunk, std::span<const std::
 
 void PoolCore::shutdown() {
   if (is_own_thread()) {
-    throw Error("WorkerPool::shutdown() called from one of the pool's own workers would wait "
-                "for itself; shut the pool down from another thread");
+    throw Error(
+        "WorkerPool::shutdown() called from one of the pool's own workers would wait "
+        "for itself; shut the pool down from another thread");
   }
   std::lock_guard joining(join_mutex_);
   {

@@ -87,12 +87,11 @@ class PoolCore {
   void shutdown();
 
  private:
-  void start_threads();
   void serve(Worker& worker);
 
   const PoolOptions options_;
   std::vector<std::unique_ptr<Worker>> workers_;  // Worker holds mutexes: not movable
-  std::mutex submit_mutex_;        // orders submissions against each other and against shutdown
+  std::mutex submit_mutex_;  // orders submissions against each other and against shutdown
   std::atomic<bool> shut_down_{false};  // set under submit_mutex_
   std::mutex join_mutex_;  // concurrent shutdown() callers wait here until threads are joined
 };

@@ -44,7 +44,8 @@ Slowdown Slowdown::burn(sim::TimeModel model, std::chrono::nanoseconds unit) {
 }
 
 Slowdown Slowdown::repeat(std::size_t times) {
-  if (times == 0) throw InvalidArgument("a repeat slowdown runs each task at least once, got times = 0");
+  if (times == 0)
+    throw InvalidArgument("a repeat slowdown runs each task at least once, got times = 0");
   Slowdown s;
   s.kind_ = Kind::repeat;
   s.repetitions_ = times;
@@ -55,7 +56,8 @@ Slowdown& Slowdown::change_at(std::size_t round, sim::TimeModel model) {
   if (!draws_delays()) {
     throw InvalidArgument("change_at() needs a sleep or burn slowdown, this one is " + describe());
   }
-  if (round == 0) throw InvalidArgument("a slowdown change needs round >= 1 (rounds count from 1), got 0");
+  if (round == 0)
+    throw InvalidArgument("a slowdown change needs round >= 1 (rounds count from 1), got 0");
   const auto at = std::lower_bound(phases_.begin(), phases_.end(), round,
                                    [](const Phase& p, std::size_t r) { return p.first_round < r; });
   if (at != phases_.end() && at->first_round == round) {
@@ -69,8 +71,9 @@ Slowdown& Slowdown::change_at(std::size_t round, sim::TimeModel model) {
 const sim::TimeModel& Slowdown::model(std::size_t round) const {
   if (!draws_delays()) throw Error("a " + describe() + " slowdown has no time model");
   // The last phase starting at or before `round`; round 0 reads as round 1.
-  const auto after = std::upper_bound(phases_.begin(), phases_.end(), round,
-                                      [](std::size_t r, const Phase& p) { return r < p.first_round; });
+  const auto after =
+      std::upper_bound(phases_.begin(), phases_.end(), round,
+                       [](std::size_t r, const Phase& p) { return r < p.first_round; });
   return after == phases_.begin() ? phases_.front().model : std::prev(after)->model;
 }
 
@@ -96,8 +99,8 @@ std::string Slowdown::describe() const {
     case Kind::burn:
       break;
   }
-  std::string text = (kind_ == Kind::sleep ? "sleep(" : "burn(") + phases_.front().model.describe() +
-                     " x " + unit_text(unit_);
+  std::string text = (kind_ == Kind::sleep ? "sleep(" : "burn(") +
+                     phases_.front().model.describe() + " x " + unit_text(unit_);
   for (std::size_t p = 1; p < phases_.size(); ++p) {
     text += ", from round " + std::to_string(phases_[p].first_round) + ": " +
             phases_[p].model.describe();

@@ -41,9 +41,8 @@ TEST_CASE("every mode returns B results in task-index order", "[runtime][schedul
   rt::BatchScheduler scheduler(pool, *policy);
   for (std::size_t batch : {1u, 2u, 7u, 64u}) {
     CAPTURE(name, spin.count(), batch);
-    auto [values, report] = scheduler.run(batch, [](const rt::TaskContext& ctx) {
-      return std::to_string(ctx.task());
-    });
+    auto [values, report] =
+        scheduler.run(batch, [](const rt::TaskContext& ctx) { return std::to_string(ctx.task()); });
     REQUIRE(values.size() == batch);
     CHECK(report.allocation.total() == batch);
     CHECK(report.dispatch == policy->dispatch());
@@ -68,7 +67,8 @@ TEST_CASE("allocated and pull modes run each of the B tasks exactly once", "[run
   rt::BatchScheduler scheduler(pool, *policy);
   constexpr std::size_t kBatch = 200;
   std::vector<std::atomic<int>> runs(kBatch);
-  const auto result = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) { runs[ctx.task()]++; });
+  const auto result =
+      scheduler.run(kBatch, [&](const rt::TaskContext& ctx) { runs[ctx.task()]++; });
   for (std::size_t t = 0; t < kBatch; ++t) CHECK(runs[t].load() == 1);
   CHECK(result.report.tasks.size() == kBatch);
   CHECK(result.report.discarded() == 0);
@@ -79,13 +79,15 @@ TEST_CASE("allocated mode gives worker i the policy's a_i tasks, in one contiguo
   rt::WorkerPool pool(3);
   ata::OraclePolicy oracle(std::vector<double>{1.0, 2.0, 4.0});
   rt::BatchScheduler scheduler(pool, oracle);
-  const auto [workers, report] = scheduler.run(7, [](const rt::TaskContext& ctx) { return ctx.worker(); });
+  const auto [workers, report] =
+      scheduler.run(7, [](const rt::TaskContext& ctx) { return ctx.worker(); });
   CHECK(report.allocation == ata::Allocation(std::vector<std::size_t>{4, 2, 1}));
   CHECK(workers == std::vector<std::size_t>{0, 0, 0, 0, 1, 1, 2});
   CHECK(oracle.round() == 1);
 }
 
-TEST_CASE("the policy observes exactly the durations of the accepted tasks", "[runtime][scheduler]") {
+TEST_CASE("the policy observes exactly the durations of the accepted tasks",
+          "[runtime][scheduler]") {
   rt::WorkerPool pool(rt::PoolOptions(2).set_slowdown(
       1, rt::Slowdown::sleep(ata::sim::TimeModel::constant(1.0), 1ms)));
   ata::UniformPolicy policy(2);
@@ -104,7 +106,8 @@ TEST_CASE("the policy observes exactly the durations of the accepted tasks", "[r
   CHECK(report.worker_time() == report.busy[0] + report.busy[1]);
 }
 
-TEST_CASE("greedy mode accepts the first B results and stops the surplus tasks", "[runtime][scheduler]") {
+TEST_CASE("greedy mode accepts the first B results and stops the surplus tasks",
+          "[runtime][scheduler]") {
   constexpr std::size_t kWorkers = 4;
   constexpr std::size_t kBatch = 10;
   rt::WorkerPool pool(kWorkers);
@@ -158,14 +161,19 @@ TEST_CASE("a throwing task fails its batch with that exception; the pool stays u
   rt::WorkerPool pool(3);
   auto policy = policy_named(name, 3);
   rt::BatchScheduler scheduler(pool, *policy);
-  CHECK_THROWS_MATCHES(scheduler.run(12, [](const rt::TaskContext& ctx) {
-    if (ctx.task() == 5) throw std::out_of_range("task 5 failed");
-    return ctx.task();
-  }), std::out_of_range, Catch::Matchers::MessageMatches(ContainsSubstring("task 5 failed")));
+  CHECK_THROWS_MATCHES(scheduler.run(12,
+                                     [](const rt::TaskContext& ctx) {
+                                       if (ctx.task() == 5)
+                                         throw std::out_of_range("task 5 failed");
+                                       return ctx.task();
+                                     }),
+                       std::out_of_range,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("task 5 failed")));
   // A failed batch teaches the policy nothing.
   for (std::size_t i = 0; i < 3; ++i) CHECK(policy->stats(i).count() == 0);
 
-  const auto [values, report] = scheduler.run(12, [](const rt::TaskContext& ctx) { return ctx.task(); });
+  const auto [values, report] =
+      scheduler.run(12, [](const rt::TaskContext& ctx) { return ctx.task(); });
   CHECK(values.size() == 12);
   CHECK(report.round == 2);
 }
@@ -175,13 +183,16 @@ TEST_CASE("void and move-only results", "[runtime][scheduler]") {
   ata::AtaEmpiricalPolicy policy(2, 1.0);
   rt::BatchScheduler scheduler(pool, policy);
   std::atomic<std::size_t> sum = 0;
-  const rt::BatchResult<void> done = scheduler.run(10, [&](const rt::TaskContext& ctx) { sum += ctx.task(); });
+  const rt::BatchResult<void> done =
+      scheduler.run(10, [&](const rt::TaskContext& ctx) { sum += ctx.task(); });
   CHECK(sum.load() == 45);
   CHECK(done.report.allocation.total() == 10);
 
-  auto boxes = scheduler.run(5, [](const rt::TaskContext& ctx) {
-    return std::make_unique<std::size_t>(ctx.task());
-  }).values;
+  auto boxes =
+      scheduler
+          .run(5,
+               [](const rt::TaskContext& ctx) { return std::make_unique<std::size_t>(ctx.task()); })
+          .values;
   REQUIRE(boxes.size() == 5);
   for (std::size_t t = 0; t < 5; ++t) CHECK(*boxes[t] == t);
 }

@@ -71,7 +71,8 @@ TEST_CASE("8 threads submit batches concurrently to schedulers sharing one pool"
   {
     std::vector<std::jthread> submitters;
     for (unsigned s = 0; s < kSubmitters; ++s) {
-      submitters.emplace_back([&, s] { submit(schedulers[s % 4], kBatches, s + 1, logs[s], executed); });
+      submitters.emplace_back(
+          [&, s] { submit(schedulers[s % 4], kBatches, s + 1, logs[s], executed); });
     }
   }
 

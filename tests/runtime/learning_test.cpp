@@ -44,19 +44,22 @@ TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]")
   ata::UniformPolicy policy(2);
   rt::BatchScheduler scheduler(pool, policy);
   std::vector<std::atomic<int>> runs(10);
-  const auto report = scheduler.run(10, [&](const rt::TaskContext& ctx) { runs[ctx.task()]++; }).report;
+  const auto report =
+      scheduler.run(10, [&](const rt::TaskContext& ctx) { runs[ctx.task()]++; }).report;
   for (const auto& record : report.tasks) {
     CHECK(runs[record.task].load() == (record.worker == 1 ? 3 : 1));
     if (record.worker == 0) CHECK(record.duration >= 500us);
   }
 }
 
-TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's", "[runtime][learning]") {
+TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
+          "[runtime][learning]") {
   // The simulator's "linear" preset, 1 model unit = 20 us: mean task times 1.16, 2.32 and
   // 3.48 ms. About 0.6 s of sleeping.
   const auto scenario = ata::sim::make_preset("linear", 3);
   constexpr auto kUnit = 20us;
-  const std::vector<double> means = scenario.scaled(std::chrono::duration<double>(kUnit).count()).means();
+  const std::vector<double> means =
+      scenario.scaled(std::chrono::duration<double>(kUnit).count()).means();
   rt::WorkerPool pool(rt::PoolOptions::from_scenario(scenario, kUnit));
   ata::AtaEmpiricalPolicy learner(3, 1.0);
   rt::BatchScheduler scheduler(pool, learner);

@@ -10,7 +10,8 @@ using Catch::Matchers::ContainsSubstring;
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
 
-TEST_CASE("a slowdown draws its delays from the model in force in each round", "[runtime][slowdown]") {
+TEST_CASE("a slowdown draws its delays from the model in force in each round",
+          "[runtime][slowdown]") {
   const auto base = ata::sim::TimeModel::constant(2.0);
   auto slow = rt::Slowdown::sleep(base, 1ms).change_at(10, ata::sim::TimeModel::constant(20.0));
   ata::sim::Rng rng(1);
@@ -79,8 +80,9 @@ TEST_CASE("bad slowdowns and pool options are refused", "[runtime][slowdown][err
                        Catch::Matchers::MessageMatches(ContainsSubstring("worker index 2")));
   CHECK_THROWS_AS(options.set_cpu(5, 0), ata::InvalidArgument);
   CHECK_THROWS_AS(options.slowdown(2), ata::InvalidArgument);
-  CHECK_THROWS_MATCHES(options.set_idle_spin(-1ns), ata::InvalidArgument,
-                       Catch::Matchers::MessageMatches(ContainsSubstring("idle spin must be >= 0 ns, got -1 ns")));
+  CHECK_THROWS_MATCHES(
+      options.set_idle_spin(-1ns), ata::InvalidArgument,
+      Catch::Matchers::MessageMatches(ContainsSubstring("idle spin must be >= 0 ns, got -1 ns")));
   CHECK_THROWS_AS(rt::PoolOptions::from_scenario(ata::sim::make_preset("linear", 2), 1ms,
                                                  rt::Slowdown::Kind::repeat),
                   ata::InvalidArgument);

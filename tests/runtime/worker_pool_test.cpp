@@ -44,7 +44,8 @@ TEST_CASE("each worker keeps its index and the pool its options", "[runtime][poo
   // The same worker index is always the same thread.
   std::vector<std::thread::id> first(3);
   for (int round = 0; round < 5; ++round) {
-    auto [ids, report] = scheduler.run(3, [](const rt::TaskContext&) { return std::this_thread::get_id(); });
+    auto [ids, report] =
+        scheduler.run(3, [](const rt::TaskContext&) { return std::this_thread::get_id(); });
     for (const auto& record : report.tasks) {
       if (round == 0) first[record.worker] = ids[record.task];
       CHECK(ids[record.task] == first[record.worker]);
@@ -70,7 +71,8 @@ TEST_CASE("pinned workers run on their CPU", "[runtime][pool]") {
   CHECK(pool.options().cpu(2) == cpus.front());
   ata::UniformPolicy policy(3);
   rt::BatchScheduler scheduler(pool, policy);
-  const auto [where, report] = scheduler.run(30, [](const rt::TaskContext&) { return sched_getcpu(); });
+  const auto [where, report] =
+      scheduler.run(30, [](const rt::TaskContext&) { return sched_getcpu(); });
   for (const auto& record : report.tasks) {
     CHECK(where[record.task] == static_cast<int>(*options.cpu(record.worker)));
   }
@@ -80,8 +82,9 @@ TEST_CASE("pinned workers run on their CPU", "[runtime][pool]") {
 TEST_CASE("a CPU the process may not use is refused", "[runtime][pool][errors]") {
   rt::PoolOptions options(2);
   options.set_cpu(1, 100'000);
-  CHECK_THROWS_MATCHES(rt::WorkerPool(options), ata::InvalidArgument,
-                       Catch::Matchers::MessageMatches(ContainsSubstring("worker 1 is pinned to CPU 100000")));
+  CHECK_THROWS_MATCHES(
+      rt::WorkerPool(options), ata::InvalidArgument,
+      Catch::Matchers::MessageMatches(ContainsSubstring("worker 1 is pinned to CPU 100000")));
 }
 
 TEST_CASE("shutdown fails a pending batch, finishes the running one, then refuses work",
@@ -122,8 +125,9 @@ TEST_CASE("shutdown fails a pending batch, finishes the running one, then refuse
   CHECK(finished.values == std::vector<std::size_t>{0, 1});
   closing.get();
 
-  CHECK_THROWS_MATCHES(scheduler.run(1, [](const rt::TaskContext&) {}), rt::ShutdownError,
-                       Catch::Matchers::MessageMatches(ContainsSubstring("worker pool is shut down")));
+  CHECK_THROWS_MATCHES(
+      scheduler.run(1, [](const rt::TaskContext&) {}), rt::ShutdownError,
+      Catch::Matchers::MessageMatches(ContainsSubstring("worker pool is shut down")));
   pool.shutdown();  // idempotent
 }
 

@@ -11,7 +11,8 @@ namespace ata::runtime {
 /// The B accepted results by task index, and the report of the batch.
 ///
 /// @code
-/// ata::runtime::BatchResult<double> out = scheduler.run(8, [](const auto& ctx) { return 0.5 * ctx.task(); });
+/// ata::runtime::BatchResult<double> out = scheduler.run(8, [](const auto& ctx) { return 0.5 *
+/// ctx.task(); });
 /// // out.values == {0, 0.5, ..., 3.5}; out.report.tasks.size() >= 8
 /// @endcode
 template <class Result>

@@ -66,8 +66,9 @@ class BatchScheduler {
   /// stop request, unstarted ones are skipped, the policy observes nothing of it; the pool
   /// stays usable).
   template <class Task>
-    requires std::invocable<Task&, const TaskContext&>
-  BatchResult<std::invoke_result_t<Task&, const TaskContext&>> run(std::size_t batch, Task&& task) {
+  requires std::invocable<Task&, const TaskContext&>
+      BatchResult<std::invoke_result_t<Task&, const TaskContext&>> run(std::size_t batch,
+                                                                       Task&& task) {
     using Result = std::invoke_result_t<Task&, const TaskContext&>;
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),

@@ -18,9 +18,8 @@ namespace ata::runtime {
 /// @code
 /// using namespace std::chrono_literals;
 /// // The simulator's "linear" cluster of 8 workers, 1 model unit = 50 us of sleep.
-/// auto options = ata::runtime::PoolOptions::from_scenario(ata::sim::make_preset("linear", 8), 50us);
-/// options.set_seed(7).set_cpu(0, 0);
-/// ata::runtime::WorkerPool pool(options);
+/// auto options = ata::runtime::PoolOptions::from_scenario(ata::sim::make_preset("linear", 8),
+/// 50us); options.set_seed(7).set_cpu(0, 0); ata::runtime::WorkerPool pool(options);
 /// @endcode
 ///
 /// A value type; not synchronised. The default seed is fixed, so runs are reproducible unless

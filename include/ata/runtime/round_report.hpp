@@ -13,6 +13,12 @@ namespace ata::runtime {
 
 /// One task that ran: which, where, how long (slowdown included), and whether its result
 /// was kept.
+///
+/// @code
+/// for (const ata::runtime::TaskRecord& t : report.tasks) {
+///   if (!t.accepted) wasted += t.duration;   // greedy mode's stopped surplus
+/// }
+/// @endcode
 struct TaskRecord {
   std::size_t task = 0;
   std::size_t worker = 0;
