@@ -1,4 +1,6 @@
 #include <catch2/catch_test_macros.hpp>
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <vector>
 
@@ -20,16 +22,18 @@ TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws"
 
   // Replaying the worker's stream gives the delays it slept, task by task.
   ata::sim::Rng replay(kSeed, 0);
-  std::chrono::nanoseconds overshoot{0};
+  std::vector<std::chrono::nanoseconds> overshoots;
   double drawn_units = 0.0;
   for (const auto& record : report.tasks) {
     const auto delay = slow.draw(1, replay);
     drawn_units += std::chrono::duration<double, std::milli>(delay).count();
     CHECK(record.duration >= delay);  // a sleep never ends early
-    overshoot += record.duration - delay;
+    overshoots.push_back(record.duration - delay);
   }
-  // Generous for a loaded machine: an idle one oversleeps by tens of microseconds.
-  CHECK(overshoot / kTasks < 2ms);
+  // An idle machine oversleeps by tens of microseconds; the median ignores the few tasks
+  // whose wake-up a busy machine delays by a scheduler time slice.
+  std::nth_element(overshoots.begin(), overshoots.begin() + kTasks / 2, overshoots.end());
+  CHECK(overshoots[kTasks / 2] < 1ms);
   // And the draws themselves follow the model: 40 draws of mean 2, sd 1 (fixed by the seed).
   const double mean = drawn_units / kTasks;
   CHECK(mean > 1.6);
@@ -54,10 +58,11 @@ TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]")
 
 TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
           "[runtime][learning]") {
-  // The simulator's "linear" preset, 1 model unit = 20 us: mean task times 1.16, 2.32 and
-  // 3.48 ms. About 0.6 s of sleeping.
+  // The simulator's "linear" preset, 1 model unit = 50 us: mean task times 2.9, 5.8 and
+  // 8.7 ms, long enough that a busy machine's late wake-ups do not blur the differences.
+  // About 1 s of sleeping.
   const auto scenario = ata::sim::make_preset("linear", 3);
-  constexpr auto kUnit = 20us;
+  constexpr auto kUnit = 50us;
   const std::vector<double> means =
       scenario.scaled(std::chrono::duration<double>(kUnit).count()).means();
   rt::WorkerPool pool(rt::PoolOptions::from_scenario(scenario, kUnit));
@@ -67,7 +72,7 @@ TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
   constexpr std::size_t kBatch = 6;
   const double best = oracle.allocate(kBatch).proxy_loss(means);
   const double uniform = ata::UniformPolicy(3).allocate(kBatch).proxy_loss(means);
-  REQUIRE(uniform > 1.4 * best);  // so the check below can fail
+  REQUIRE(uniform >= 1.5 * best);  // so the check below can fail
 
   constexpr std::size_t kRounds = 100;
   constexpr std::size_t kTail = 20;
@@ -76,5 +81,5 @@ TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
     const auto report = scheduler.run(kBatch, [](const rt::TaskContext&) {}).report;
     if (round >= kRounds - kTail) tail_loss += report.allocation.proxy_loss(means);
   }
-  CHECK(tail_loss / kTail <= 1.1 * best);
+  CHECK(tail_loss / kTail < 1.25 * best);
 }
