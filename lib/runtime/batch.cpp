@@ -143,7 +143,6 @@ void Batch::finish_chunk() noexcept {
 void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) const {
   const std::size_t workers = logs_.size();
   report.dispatch = mode_;
-  report.allocation = Allocation(workers);
   report.busy.assign(workers, std::chrono::nanoseconds{0});
   slot_order.clear();
 
@@ -151,18 +150,24 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) c
   // each record has its place without sorting.
   std::size_t ran = 0;
   for (const auto& log : logs_) ran += log.ran.size();
-  report.tasks.assign(ran, TaskRecord{});
+  report.tasks.resize(ran);
+  std::vector<std::size_t> accepted(workers, 0);
   std::vector<std::size_t> slot_of_task(mode_ == Dispatch::greedy ? ran : 0);
   for (std::size_t i = 0; i < workers; ++i) {
+    std::chrono::nanoseconds busy{0};
     for (const RanTask& r : logs_[i].ran) {
-      const bool accepted = r.slot != kDiscarded;
-      report.tasks[r.task] = TaskRecord{r.task, i, r.duration, accepted};
-      report.busy[i] += r.duration;
-      if (accepted) report.allocation.add(i);
-      if (!slot_of_task.empty()) slot_of_task[r.task] = r.slot;
+      const bool kept = r.slot != kDiscarded;
+      report.tasks[r.task] = TaskRecord{r.task, i, r.duration, kept};
+      busy += r.duration;
+      accepted[i] += kept ? 1 : 0;
     }
+    report.busy[i] = busy;
   }
+  report.allocation = Allocation(std::move(accepted));
   if (mode_ == Dispatch::greedy) {
+    for (std::size_t i = 0; i < workers; ++i) {
+      for (const RanTask& r : logs_[i].ran) slot_of_task[r.task] = r.slot;
+    }
     slot_order.reserve(batch_);
     for (std::size_t slot : slot_of_task) {
       if (slot != kDiscarded) slot_order.push_back(slot);
