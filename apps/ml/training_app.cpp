@@ -24,14 +24,14 @@ struct Options {
   double l2 = 1e-3;
   std::size_t dim = 100;
   double noise = 1e-3;
-  std::string scenario = "sqrt";
-  std::size_t workers = 17;
-  double unit_us = 20.0;
+  std::string scenario = "cifar";
+  std::size_t workers = 51;
+  double unit_us = 2.0;
   bool burn = false;
   std::size_t batch = 23;
   std::size_t rounds = 2000;
-  double step = 0.0;  // 0: the method's default
-  double target_gap = 0.05;
+  double step = 0.05;
+  double target_gap = 0.01;
   std::uint64_t seed = 1;
   std::vector<std::string> strategies{"gta", "ofta", "uta", "pull", "ata", "ata-e"};
   double alpha = 0.0;
@@ -103,7 +103,7 @@ int run(const Options& o, Method method, const char* program) {
   config.burn = o.burn;
   config.batch = o.batch;
   config.max_rounds = o.rounds;
-  config.step = o.step > 0.0 ? o.step : (method == Method::sgd ? 0.5 : 2.0);
+  config.step = o.step;
   config.target_gap = o.target_gap;
   config.seed = o.seed;
   const auto means = true_means_seconds(config);
@@ -221,7 +221,7 @@ int training_main(int argc, char** argv, Method method) {
   app.add_flag("--burn", o.burn, "spin on the CPU instead of sleeping the delays");
   app.add_option("--batch", o.batch, "tasks per round B")->check(apps::kWholeAtLeastOne);
   app.add_option("--rounds", o.rounds, "rounds at most, per strategy")->check(apps::kWholeAtLeastOne);
-  app.add_option("--step", o.step, "step size (default 0.5 for SGD, 2 for prox)")->check(apps::kPositiveNumber);
+  app.add_option("--step", o.step, "step size")->check(apps::kPositiveNumber);
   app.add_option("--target-gap", o.target_gap, "stop at f - f* <= this share of the initial gap")->check(apps::kPositiveNumber);
   app.add_option("--seed", o.seed, "random seed")->check(apps::kWholeNonNegative);
   app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, pull")->delimiter(',');
