@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ata/core/error.hpp"
 #include "ata/core/solver.hpp"
 #include "core/checks.hpp"
 
@@ -20,6 +21,15 @@ std::vector<double> checked_means(std::vector<double> means) {
 
 OraclePolicy::OraclePolicy(std::vector<double> means)
     : Policy(means.size()), means_(checked_means(std::move(means))) {}
+
+void OraclePolicy::set_means(std::vector<double> means) {
+  if (means.size() != workers()) {
+    throw InvalidArgument("set_means: got " + std::to_string(means.size()) + " means for " +
+                          std::to_string(workers()) + " workers");
+  }
+  means_ = checked_means(std::move(means));
+  cached_ = Allocation();
+}
 
 void OraclePolicy::choose(std::size_t batch, Allocation& out) {
   if (cached_.total() != batch) cached_ = solve_min_max(means_, batch);

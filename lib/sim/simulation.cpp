@@ -17,6 +17,7 @@ constexpr auto kLater = std::greater<Event>{};
 Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed)
     : scenario_(std::move(scenario)),
       policy_(policy),
+      oracle_(dynamic_cast<OraclePolicy*>(&policy)),
       batch_(batch),
       models_(scenario_.models().begin(), scenario_.models().end()),
       means_(scenario_.means()),
@@ -43,7 +44,9 @@ void Simulation::apply_changes() {
     means_[c.worker] = c.model.mean();
     changed = true;
   }
-  if (changed) optimal_loss_ = solve_min_max(means_, batch_).proxy_loss(means_);
+  if (!changed) return;
+  optimal_loss_ = solve_min_max(means_, batch_).proxy_loss(means_);
+  if (oracle_ != nullptr) oracle_->set_means(means_);
 }
 
 RoundRecord Simulation::run_round() {

@@ -81,6 +81,17 @@ TEST_CASE("OFTA plays the min-max allocation of the true means", "[core][policy]
   CHECK(oracle.round() == 3);
 }
 
+TEST_CASE("OFTA plays the optimal allocation of new means after set_means", "[core][policy]") {
+  ata::OraclePolicy oracle(std::vector<double>{1.0, 2.0, 4.0});
+  CHECK(as_vector(oracle.allocate(7)) == std::vector<std::size_t>{4, 2, 1});
+  oracle.set_means({10.0, 2.0, 4.0});  // worker 0 became ten times slower
+  CHECK(as_vector(oracle.allocate(7)) == std::vector<std::size_t>{1, 4, 2});  // loss 10, was 4
+  CHECK(oracle.means()[0] == 10.0);
+  REQUIRE_THROWS_WITH(oracle.set_means({1.0, 2.0}), ContainsSubstring("2 means for 3 workers"));
+  REQUIRE_THROWS_WITH(oracle.set_means({1.0, -2.0, 4.0}), ContainsSubstring("worker 1"));
+  CHECK(as_vector(oracle.allocate(7)) == std::vector<std::size_t>{1, 4, 2});  // unchanged
+}
+
 TEST_CASE("UTA spreads every round continuing where it stopped", "[core][policy]") {
   ata::UniformPolicy uniform(4);
   CHECK(as_vector(uniform.allocate(6)) == std::vector<std::size_t>{2, 2, 1, 1});

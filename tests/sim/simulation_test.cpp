@@ -130,6 +130,24 @@ TEST_CASE("a worker change takes effect at its round", "[sim][engine]") {
   CHECK(before == Approx(ata::solve_min_max(sim.current_means(), 3).proxy_loss(sim.current_means())));
 }
 
+TEST_CASE("OFTA driven by a simulation follows the scenario's changes", "[sim][engine]") {
+  const auto s = ata::sim::make_preset("slowdown", 4, 6);
+  ata::OraclePolicy oracle(s.means());
+  ata::sim::Simulation sim(s, oracle, 5, 1);
+  for (int k = 1; k <= 8; ++k) {
+    const auto r = sim.run_round();
+    INFO("round " << k);
+    CHECK(r.proxy_loss == Approx(r.optimal_proxy_loss));  // OFTA has no regret, before or after
+    CHECK(oracle.means()[0] == Approx(sim.current_means()[0]));
+  }
+  CHECK(oracle.means()[0] == Approx(10.0 * s.means()[0]));
+
+  ata::sim::ExperimentConfig config;
+  config.scenario = ata::sim::make_preset("slowdown", 17, 300);
+  config.rounds = 600;
+  CHECK(ata::sim::run_strategy(config, "ofta").regret == 0.0);
+}
+
 TEST_CASE("SGD on the quadratic converges without noise", "[sim][sgd]") {
   ata::sim::QuadraticSgd sgd(5, 1.0, 0.0, 1);
   double previous = sgd.suboptimality();

@@ -13,6 +13,8 @@ namespace ata {
 
 /// OFTA, the oracle yardstick: a* = argmin_a max_i a_i mu_i with the true means, every round.
 /// Nobody knows the means in practice; the simulator does, and so does a calibrated cluster.
+/// When the truth changes (a worker slows down), set_means() gives the oracle the new means;
+/// ata::sim::Simulation does so by itself when a scenario's WorkerChange takes effect.
 ///
 /// @code
 /// ata::OraclePolicy oracle(std::vector<double>{1.0, 2.0, 4.0});
@@ -28,6 +30,9 @@ class OraclePolicy final : public Policy {
 
   [[nodiscard]] std::string_view name() const noexcept override { return "ofta"; }
   [[nodiscard]] std::span<const double> means() const noexcept { return means_; }
+  /// Replaces the means (one per worker, each finite and > 0, else ata::InvalidArgument and
+  /// nothing changes); the next allocate() plays the optimal allocation of the new ones.
+  void set_means(std::vector<double> means);
 
  private:
   void choose(std::size_t batch, Allocation& out) override;
