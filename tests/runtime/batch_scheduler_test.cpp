@@ -161,13 +161,11 @@ TEST_CASE("a throwing task fails its batch with that exception; the pool stays u
   rt::WorkerPool pool(3);
   auto policy = policy_named(name, 3);
   rt::BatchScheduler scheduler(pool, *policy);
-  CHECK_THROWS_MATCHES(scheduler.run(12,
-                                     [](const rt::TaskContext& ctx) {
-                                       if (ctx.task() == 5)
-                                         throw std::out_of_range("task 5 failed");
-                                       return ctx.task();
-                                     }),
-                       std::out_of_range,
+  const auto fails_at_5 = [](const rt::TaskContext& ctx) {
+    if (ctx.task() == 5) throw std::out_of_range("task 5 failed");
+    return ctx.task();
+  };
+  CHECK_THROWS_MATCHES(scheduler.run(12, fails_at_5), std::out_of_range,
                        Catch::Matchers::MessageMatches(ContainsSubstring("task 5 failed")));
   // A failed batch teaches the policy nothing.
   for (std::size_t i = 0; i < 3; ++i) CHECK(policy->stats(i).count() == 0);

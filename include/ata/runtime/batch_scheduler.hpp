@@ -19,6 +19,10 @@
 
 namespace ata::runtime {
 
+/// What a task callable returns when the scheduler calls it.
+template <class Task>
+using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
+
 /// Runs batches on a WorkerPool, driven by any ata::Policy.
 ///
 /// @code
@@ -66,10 +70,9 @@ class BatchScheduler {
   /// stop request, unstarted ones are skipped, the policy observes nothing of it; the pool
   /// stays usable).
   template <class Task>
-  requires std::invocable<Task&, const TaskContext&>
-      BatchResult<std::invoke_result_t<Task&, const TaskContext&>> run(std::size_t batch,
-                                                                       Task&& task) {
-    using Result = std::invoke_result_t<Task&, const TaskContext&>;
+    requires std::invocable<Task&, const TaskContext&>
+  BatchResult<TaskResult<Task>> run(std::size_t batch, Task&& task) {
+    using Result = TaskResult<Task>;
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
