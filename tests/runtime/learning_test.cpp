@@ -2,9 +2,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "ata/sim/simulation.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -82,4 +85,33 @@ TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
     if (round >= kRounds - kTail) tail_loss += report.allocation.proxy_loss(means);
   }
   CHECK(tail_loss / kTail < 1.25 * best);
+}
+
+TEST_CASE("a pool built from a scenario draws the simulator's task times", "[runtime][slowdown]") {
+  // One task per worker in one uniform round: the simulator's worker time is the sum of each
+  // worker's first draw, and a thread run sleeps exactly those draws (plus its overshoot).
+  const auto scenario = ata::sim::make_preset("mixture", 5);  // five different laws
+  constexpr auto kUnit = 10us;
+  constexpr std::uint64_t kSeed = 3;
+  const auto options = rt::PoolOptions::from_scenario(scenario, kUnit).set_seed(kSeed);
+
+  ata::UniformPolicy simulated_policy(5);
+  ata::sim::Simulation simulation(scenario.scaled(std::chrono::duration<double>(kUnit).count()),
+                                  simulated_policy, /*batch=*/5, kSeed);
+  const double simulated_worker_time = simulation.run_round().worker_time;
+
+  rt::WorkerPool pool(options);
+  ata::UniformPolicy policy(5);
+  rt::BatchScheduler scheduler(pool, policy);
+  const auto report = scheduler.run(5, [](const rt::TaskContext&) {}).report;
+
+  double drawn = 0.0;
+  for (const auto& record : report.tasks) {
+    ata::sim::Rng stream(kSeed, record.worker);
+    const auto delay = options.slowdown(record.worker).draw(1, stream);
+    drawn += std::chrono::duration<double>(delay).count();
+    CHECK(record.duration >= delay);
+  }
+  // Equal up to the nanosecond rounding of each delay.
+  CHECK(std::abs(drawn - simulated_worker_time) < 5e-9);
 }
