@@ -27,7 +27,9 @@ void BM_SimulatedRound(benchmark::State& state, const std::string& strategy, std
 
 BENCHMARK_CAPTURE(BM_SimulatedRound, ata_n459, std::string("ata"), 459);
 BENCHMARK_CAPTURE(BM_SimulatedRound, ata_e_n459, std::string("ata-e"), 459);
+BENCHMARK_CAPTURE(BM_SimulatedRound, ata_auto_n459, std::string("ata-auto"), 459);
 BENCHMARK_CAPTURE(BM_SimulatedRound, ofta_n459, std::string("ofta"), 459);
 BENCHMARK_CAPTURE(BM_SimulatedRound, uta_n459, std::string("uta"), 459);
 BENCHMARK_CAPTURE(BM_SimulatedRound, gta_n459, std::string("gta"), 459);
 BENCHMARK_CAPTURE(BM_SimulatedRound, ata_n51, std::string("ata"), 51);
+BENCHMARK_CAPTURE(BM_SimulatedRound, ata_auto_n51, std::string("ata-auto"), 51);

@@ -242,9 +242,13 @@ int main(int argc, char** argv) {
   app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")->check(ata::apps::kWholeAtLeastOne);
   app.add_option("--batch", o.batch, "tasks per round B")->check(ata::apps::kWholeAtLeastOne);
   app.add_option("--rounds", o.rounds, "rounds K")->check(ata::apps::kWholeAtLeastOne);
-  app.add_option("--seed", o.seed, "random seed: the same seed reproduces a run bit for bit")
+  app.add_option("--seed", o.seed,
+                 "random seed of the workers' times and of ata-auto's draws: the same seed "
+                 "reproduces a run bit for bit")
       ->check(ata::apps::kWholeNonNegative);
-  app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, pull")->delimiter(',');
+  app.add_option("--strategies", o.strategies,
+                 "comma list of gta, ofta, uta, ata, ata-e, ata-auto (no alpha or eta), pull")
+      ->delimiter(',');
   app.add_option("--alpha", o.alpha, "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
       ->check(ata::apps::kPositiveNumber);
   app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(ata::apps::kPositiveNumber);

@@ -3,6 +3,7 @@
 /// Umbrella header: everything a user of ata needs.
 
 #include "ata/core/allocation.hpp"
+#include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/ata_empirical_policy.hpp"
 #include "ata/core/ata_policy.hpp"
 #include "ata/core/confidence.hpp"

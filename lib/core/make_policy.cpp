@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/ata_empirical_policy.hpp"
 #include "ata/core/ata_policy.hpp"
 #include "ata/core/dynamic_policy.hpp"
@@ -13,7 +14,7 @@
 namespace ata {
 
 namespace {
-constexpr std::array<std::string_view, 6> kNames{"gta", "ofta", "uta", "ata", "ata-e", "pull"};
+constexpr std::array<std::string_view, 7> kNames{"gta", "ofta", "uta", "ata", "ata-e", "ata-auto", "pull"};
 }  // namespace
 
 std::span<const std::string_view> policy_names() noexcept { return kNames; }
@@ -25,6 +26,9 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
   if (name == "pull") return std::make_unique<DynamicPolicy>(workers, Dispatch::pull);
   if (name == "uta") return std::make_unique<UniformPolicy>(workers);
   if (name == "ata-e") return std::make_unique<AtaEmpiricalPolicy>(workers, options.eta);
+  if (name == "ata-auto") {
+    return std::make_unique<AtaAutoPolicy>(workers, AtaAutoPolicy::Options{}.set_seed(options.seed));
+  }
   if (name == "ata") {
     if (!options.alpha) throw InvalidArgument("strategy 'ata' needs alpha (a bound on the workers' sub-exponential norms)");
     return std::make_unique<AtaPolicy>(workers, *options.alpha);

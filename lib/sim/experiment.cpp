@@ -13,6 +13,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
   PolicyOptions options = config.policy;
   options.means = config.scenario.means();
+  options.seed = config.seed;
   const auto policy = make_policy(strategy, config.scenario.workers(), options);
   Simulation simulation(config.scenario, *policy, config.batch, config.seed);
   std::optional<QuadraticSgd> sgd;

@@ -3,6 +3,7 @@
 /// Policies by name, as the apps and configuration files spell them.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,9 +19,10 @@ struct PolicyOptions {
   std::optional<double> alpha;  ///< "ata": bound on the sub-exponential norms (required).
   double eta = 1.0;             ///< "ata-e": bound on norm / mean.
   std::vector<double> means;    ///< "ofta": true mean task time of each worker (required).
+  std::uint64_t seed = 0;       ///< "ata-auto": seed of its posterior draws.
 };
 
-/// The names make_policy() accepts: gta, ofta, uta, ata, ata-e, pull.
+/// The names make_policy() accepts: gta, ofta, uta, ata, ata-e, ata-auto, pull.
 [[nodiscard]] std::span<const std::string_view> policy_names() noexcept;
 
 /// Builds the policy called `name` for `workers` workers. Throws ata::InvalidArgument for an

@@ -22,7 +22,8 @@ struct ExperimentConfig {
   std::size_t batch = 23;
   std::size_t rounds = 1000;
   std::uint64_t seed = 1;
-  /// alpha, eta for the learners. OFTA's means are filled from the scenario.
+  /// alpha, eta for the learners. OFTA's means are filled from the scenario, and the seed of
+  /// randomised policies (ata-auto) from `seed` below.
   PolicyOptions policy;
   /// Run SGD on the paper's quadratic alongside (QuadraticSgd).
   bool sgd = false;
