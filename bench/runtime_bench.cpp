@@ -1,10 +1,13 @@
 // Scheduler overhead per task for empty tasks on n = 2 threads, side by side with the peers a
 // C++ programmer would reach for: tbb::task_group (one run() per task), tbb::parallel_for and
 // boost::asio::thread_pool (one post() per task). The "per_task" counter is wall time per task.
-//   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5
+//   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5 --benchmark_filter=-IdleSpin
+// BM_AtaIdleSpin measures the latency of back-to-back batches against idle polling:
+//   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5 --benchmark_filter=IdleSpin
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <latch>
 #include <memory>
@@ -101,6 +104,18 @@ void BM_AsioThreadPool(benchmark::State& state) {
   count_tasks(state, batch);
 }
 
+// Latency of back-to-back batches against how long idle threads poll before sleeping
+// (PoolOptions::set_idle_spin), allocated mode.
+void BM_AtaIdleSpin(benchmark::State& state) {
+  const std::size_t batch = batch_of(state);
+  const auto spin = std::chrono::microseconds(state.range(1));
+  ata::runtime::WorkerPool pool(ata::runtime::PoolOptions(kThreads).set_idle_spin(spin));
+  ata::UniformPolicy policy(kThreads);
+  ata::runtime::BatchScheduler scheduler(pool, policy);
+  for (auto _ : state) scheduler.run(batch, [](const ata::runtime::TaskContext&) {});
+  count_tasks(state, batch);
+}
+
 void Batches(benchmark::internal::Benchmark* b) {
   b->ArgName("B")->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
@@ -113,3 +128,8 @@ BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"))->Apply(Batches);
 BENCHMARK(BM_TbbTaskGroup)->Apply(Batches);
 BENCHMARK(BM_TbbParallelFor)->Apply(Batches);
 BENCHMARK(BM_AsioThreadPool)->Apply(Batches);
+BENCHMARK(BM_AtaIdleSpin)
+    ->ArgNames({"B", "spin_us"})
+    ->ArgsProduct({{2, 64}, {0, 5, 20, 50, 200}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
