@@ -33,6 +33,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   }
   PolicyOptions options = config.policy;
   options.means = true_means_seconds(config);
+  options.seed = config.seed;
   const auto policy = make_policy(strategy, config.scenario.workers(), options);
   auto pool_options = runtime::PoolOptions::from_scenario(
       config.scenario, config.unit, config.burn ? runtime::Slowdown::Kind::burn : runtime::Slowdown::Kind::sleep);

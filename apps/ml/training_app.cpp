@@ -33,7 +33,7 @@ struct Options {
   double step = 0.05;
   double target_gap = 0.01;
   std::uint64_t seed = 1;
-  std::vector<std::string> strategies{"gta", "ofta", "uta", "pull", "ata", "ata-e"};
+  std::vector<std::string> strategies{"gta", "ofta", "uta", "pull", "ata", "ata-e", "ata-auto"};
   double alpha = 0.0;
   double eta = 1.0;
   std::string json_path;
@@ -224,7 +224,7 @@ int training_main(int argc, char** argv, Method method) {
   app.add_option("--step", o.step, "step size")->check(apps::kPositiveNumber);
   app.add_option("--target-gap", o.target_gap, "stop at f - f* <= this share of the initial gap")->check(apps::kPositiveNumber);
   app.add_option("--seed", o.seed, "random seed")->check(apps::kWholeNonNegative);
-  app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, pull")->delimiter(',');
+  app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull")->delimiter(',');
   app.add_option("--alpha", o.alpha, "ATA's alpha in microseconds (default: the largest mean task time)")
       ->check(apps::kPositiveNumber);
   app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(apps::kPositiveNumber);
