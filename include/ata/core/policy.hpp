@@ -42,7 +42,7 @@ class Policy {
   Policy(const Policy&) = delete;
   Policy& operator=(const Policy&) = delete;
 
-  /// Short name as the apps spell it: "ata", "ata-e", "ofta", "uta", "gta", "pull".
+  /// Short name as the apps spell it: "ata", "ata-e", "ata-auto", "ofta", "uta", "gta", "pull".
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   /// Whether the strategy allocates (the default) or dispatches dynamically.
   [[nodiscard]] virtual Dispatch dispatch() const noexcept { return Dispatch::allocated; }
