@@ -35,9 +35,15 @@ void Batch::run_on(PoolCore& pool, std::chrono::nanoseconds spin) {
   pool.submit(shared_from_this(), targets);
   const auto all_done = [&] { return pending_chunks_.load(std::memory_order_acquire) == 0; };
   spin_until(all_done, spin);
-  std::unique_lock lock(mutex_);
-  finished_.wait(lock, all_done);
-  if (error_) std::rethrow_exception(error_);
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(mutex_);
+    finished_.wait(lock, all_done);
+    // Take the exception out: a worker may drop the last reference to this batch after we
+    // return, and the exception must then die on this thread, where it is caught, not there.
+    error = std::exchange(error_, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 void Batch::run(Worker& worker) noexcept {
