@@ -30,6 +30,21 @@ void BM_MinMaxSolver(benchmark::State& state) {
   }
 }
 
+// With a backlog on two workers in three (load-aware allocation of overlapping batches).
+void BM_MinMaxSolverOffsets(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto batch = static_cast<std::size_t>(state.range(1));
+  const std::vector<double> scores = random_scores(n);
+  std::vector<double> offsets(n);
+  for (std::size_t i = 0; i < n; ++i) offsets[i] = i % 3 == 0 ? 0.0 : 3.0 * scores[i];
+  ata::MinMaxSolver solver;
+  ata::Allocation out;
+  for (auto _ : state) {
+    solver.solve(scores, offsets, batch, out);
+    benchmark::DoNotOptimize(out.total());
+  }
+}
+
 void BM_NaiveGreedy(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto batch = static_cast<std::size_t>(state.range(1));
@@ -48,4 +63,5 @@ void Sizes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_MinMaxSolver)->Apply(Sizes);
+BENCHMARK(BM_MinMaxSolverOffsets)->Apply(Sizes);
 BENCHMARK(BM_NaiveGreedy)->Apply(Sizes)->Unit(benchmark::kMicrosecond);

@@ -18,7 +18,15 @@ LowerBoundPolicy::LowerBoundPolicy(std::size_t workers)
 void LowerBoundPolicy::choose(std::size_t batch, Allocation& out) {
   scores_.resize(workers());
   compute_scores(scores_);
-  solver_.solve(scores_, batch, out);
+  const auto queued = backlog();
+  if (queued.empty()) {
+    solver_.solve(scores_, batch, out);
+    return;
+  }
+  // The backlog's expected time, from the same estimates as the new tasks'.
+  offsets_.resize(workers());
+  for (std::size_t i = 0; i < offsets_.size(); ++i) offsets_[i] = queued[i] * scores_[i];
+  solver_.solve(scores_, offsets_, batch, out);
 }
 
 void LowerBoundPolicy::learn(std::size_t worker, double /*seconds*/) {

@@ -32,7 +32,14 @@ void OraclePolicy::set_means(std::vector<double> means) {
 }
 
 void OraclePolicy::choose(std::size_t batch, Allocation& out) {
-  if (cached_.total() != batch) cached_ = solve_min_max(means_, batch);
+  const auto queued = backlog();
+  if (!queued.empty()) {
+    offsets_.resize(workers());
+    for (std::size_t i = 0; i < offsets_.size(); ++i) offsets_[i] = queued[i] * means_[i];
+    solver_.solve(means_, offsets_, batch, out);
+    return;
+  }
+  if (cached_.total() != batch) solver_.solve(means_, batch, cached_);
   out = cached_;
 }
 

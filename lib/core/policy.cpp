@@ -32,6 +32,30 @@ void Policy::allocate(std::size_t batch, Allocation& out) {
   choose(batch, out);
 }
 
+void Policy::allocate(std::size_t batch, std::span<const double> backlog, Allocation& out) {
+  if (backlog.size() != workers()) {
+    throw InvalidArgument("backlog: expected one entry per worker (" + std::to_string(workers()) +
+                          "), got " + std::to_string(backlog.size()));
+  }
+  bool idle = true;
+  for (std::size_t i = 0; i < backlog.size(); ++i) {
+    detail::require_non_negative(backlog[i], ("backlog of worker " + std::to_string(i)).c_str());
+    idle = idle && backlog[i] == 0.0;
+  }
+  if (idle) {
+    allocate(batch, out);
+    return;
+  }
+  backlog_ = backlog;
+  try {
+    allocate(batch, out);
+  } catch (...) {
+    backlog_ = {};
+    throw;
+  }
+  backlog_ = {};
+}
+
 void Policy::observe(std::size_t worker, double seconds) {
   detail::require_worker_index(worker, workers());
   stats_[worker].add(seconds);  // validates the duration

@@ -48,6 +48,33 @@ Allocation MinMaxSolver::solve(std::span<const double> scores, std::size_t batch
 }
 
 void MinMaxSolver::solve(std::span<const double> scores, std::size_t batch, Allocation& out) {
+  if (!prepare(scores, batch, out)) solve_positive(scores, batch, out);
+}
+
+void MinMaxSolver::solve(std::span<const double> scores, std::span<const double> offsets,
+                         std::size_t batch, Allocation& out) {
+  // Offsets first: prepare() may advance the spread counter.
+  if (offsets.size() != scores.size()) {
+    throw InvalidArgument("offsets: expected one per worker (" + std::to_string(scores.size()) +
+                          "), got " + std::to_string(offsets.size()));
+  }
+  bool all_zero = true;
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    if (!std::isfinite(offsets[i]) || offsets[i] < 0.0) {
+      throw InvalidArgument("offset of worker " + std::to_string(i) +
+                            " must be finite and >= 0, got " + detail::to_text(offsets[i]));
+    }
+    all_zero = all_zero && offsets[i] == 0.0;
+  }
+  if (prepare(scores, batch, out)) return;
+  if (all_zero) {
+    solve_positive(scores, batch, out);
+  } else {
+    solve_with_offsets(scores, offsets, batch, out);
+  }
+}
+
+bool MinMaxSolver::prepare(std::span<const double> scores, std::size_t batch, Allocation& out) {
   if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
   if (scores.empty()) throw InvalidArgument("cannot allocate over 0 workers: need n >= 1");
   // Integer checks on the bit patterns, which the compiler vectorises: a double is finite and
@@ -83,9 +110,9 @@ void MinMaxSolver::solve(std::span<const double> scores, std::size_t batch, Allo
       if (scores[i] == 0.0) candidates_.push_back(i);
     }
     spread_.spread(candidates_, batch, out);
-    return;
+    return true;
   }
-  solve_positive(scores, batch, out);
+  return false;
 }
 
 void MinMaxSolver::solve_positive(std::span<const double> scores, std::size_t batch,
@@ -169,6 +196,102 @@ void MinMaxSolver::solve_positive(std::span<const double> scores, std::size_t ba
       const std::size_t c = heap_.back().second;
       ++counts_[c];
       heap_.back().first = static_cast<double>(counts_[c] + 1) * scores[candidates_[c]];
+      std::push_heap(heap_.begin(), heap_.end(), after);
+    }
+  }
+  for (std::size_t c = 0; c < m; ++c) {
+    if (counts_[c] > 0) out.add(candidates_[c], counts_[c]);
+  }
+}
+
+void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
+                                      std::span<const double> offsets, std::size_t batch,
+                                      Allocation& out) {
+  const std::size_t n = scores.size();
+  const std::size_t m = std::min(batch, n);
+  // The value of worker i's j-th task, computed exactly as the greedy compares it.
+  const auto value = [&](std::size_t i, std::size_t j) {
+    return offsets[i] + static_cast<double>(j) * scores[i];
+  };
+  // Only the m workers with the smallest first task (q_i + s_i, i) can receive one.
+  candidates_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) candidates_[i] = i;
+  const auto first_task = [&](std::size_t a, std::size_t b) {
+    const double va = value(a, 1);
+    const double vb = value(b, 1);
+    return va < vb || (va == vb && a < b);
+  };
+  if (m < n) {
+    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(m),
+                     candidates_.end(), first_task);
+    candidates_.resize(m);
+  }
+
+  // Water-fill: the level lambda with sum_{q_i < lambda} (lambda - q_i) / s_i = B, over the
+  // candidates by increasing offset. c_i = #{j >= 1 : q_i + j s_i < lambda} then sums to at
+  // most B and leaves at most one task per candidate to the heap.
+  std::sort(candidates_.begin(), candidates_.end(),
+            [&](std::size_t a, std::size_t b) { return offsets[a] < offsets[b]; });
+  double inverse_sum = 0.0;
+  double weighted_offsets = 0.0;
+  double level = 0.0;
+  for (std::size_t c = 0; c < m; ++c) {
+    const std::size_t i = candidates_[c];
+    inverse_sum += 1.0 / scores[i];
+    weighted_offsets += offsets[i] / scores[i];
+    level = (static_cast<double>(batch) + weighted_offsets) / inverse_sum;
+    if (c + 1 == m || level <= offsets[candidates_[c + 1]]) break;
+  }
+  counts_.assign(m, 0);
+  std::size_t placed = 0;
+  if (std::isfinite(level)) {
+    for (std::size_t c = 0; c < m; ++c) {
+      const std::size_t i = candidates_[c];
+      if (!(offsets[i] < level)) continue;
+      const double fill = std::floor((level - offsets[i]) / scores[i]);
+      auto count = static_cast<std::size_t>(std::min(fill, static_cast<double>(batch)));
+      while (count > 0 && value(i, count) >= level) --count;
+      while (count < batch && value(i, count + 1) < level) ++count;
+      counts_[c] = count;
+      placed += count;
+    }
+  }
+  if (placed > batch + m) {
+    counts_.assign(m, 0);  // far off (extreme ranges): let the heap place every task
+    placed = 0;
+  }
+  // Rounding can overshoot B by a task or two: drop the last pairs of the greedy order.
+  while (placed > batch) {
+    std::size_t last = m;
+    for (std::size_t c = 0; c < m; ++c) {
+      if (counts_[c] == 0) continue;
+      if (last == m) {
+        last = c;
+        continue;
+      }
+      const double vl = value(candidates_[last], counts_[last]);
+      const double vc = value(candidates_[c], counts_[c]);
+      if (vc > vl || (vc == vl && candidates_[c] > candidates_[last])) last = c;
+    }
+    --counts_[last];
+    --placed;
+  }
+  if (placed < batch) {
+    heap_.clear();
+    for (std::size_t c = 0; c < m; ++c) {
+      heap_.emplace_back(value(candidates_[c], counts_[c] + 1), c);
+    }
+    auto after = [this](const std::pair<double, std::size_t>& a,
+                        const std::pair<double, std::size_t>& b) {
+      return a.first > b.first ||
+             (a.first == b.first && candidates_[a.second] > candidates_[b.second]);
+    };
+    std::make_heap(heap_.begin(), heap_.end(), after);
+    for (; placed < batch; ++placed) {
+      std::pop_heap(heap_.begin(), heap_.end(), after);
+      const std::size_t c = heap_.back().second;
+      ++counts_[c];
+      heap_.back().first = value(candidates_[c], counts_[c] + 1);
       std::push_heap(heap_.begin(), heap_.end(), after);
     }
   }

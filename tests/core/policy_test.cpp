@@ -171,3 +171,67 @@ TEST_CASE("policies reject bad input with a message naming the value", "[core][p
   REQUIRE_THROWS_WITH(ata::make_policy("ofta", 3), ContainsSubstring("3 workers"));
   REQUIRE_THROWS_WITH(ata::make_policy("uta", 0), ContainsSubstring("at least one worker"));
 }
+
+TEST_CASE("load-aware allocation steers a batch away from a backlog", "[core][policy]") {
+  // OFTA with equal means: 6 tasks, worker 0 still has 4 to finish.
+  ata::OraclePolicy oracle(std::vector<double>{2.0, 2.0, 2.0});
+  ata::Allocation a;
+  oracle.allocate(6, std::vector<double>{4.0, 0.0, 0.0}, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{0, 3, 3});
+  // The backlog does not stick: the next plain round is the usual optimum.
+  oracle.allocate(6, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{2, 2, 2});
+  CHECK(oracle.round() == 2);
+
+  // ATA-Empirical learns means 1 and 3; a backlog of 5 tasks on the fast worker evens them.
+  ata::AtaEmpiricalPolicy learner(2, 1.0);
+  for (int k = 0; k < 200; ++k) {
+    learner.observe(0, 1.0);
+    learner.observe(1, 3.0);
+  }
+  ata::Allocation plain;
+  learner.allocate(4, plain);
+  learner.allocate(4, std::vector<double>{5.0, 0.0}, a);
+  CHECK(as_vector(plain) == std::vector<std::size_t>{3, 1});
+  CHECK(as_vector(a) == std::vector<std::size_t>{2, 2});
+}
+
+TEST_CASE("an all-zero backlog changes nothing", "[core][policy]") {
+  for (const char* name : {"ata", "ata-e", "uta"}) {
+    ata::PolicyOptions options;
+    options.alpha = 3.0;
+    auto with = ata::make_policy(name, 5, options);
+    auto without = ata::make_policy(name, 5, options);
+    std::mt19937_64 rng(3);
+    std::exponential_distribution<double> exp(1.0);
+    ata::Allocation a;
+    ata::Allocation b;
+    const std::vector<double> idle(5, 0.0);
+    for (int k = 0; k < 50; ++k) {
+      with->allocate(7, idle, a);
+      without->allocate(7, b);
+      INFO(name << " round " << k);
+      REQUIRE(a == b);
+      for (std::size_t i = 0; i < 5; ++i) {
+        for (std::size_t t = 0; t < a[i]; ++t) {
+          const double x = exp(rng) * static_cast<double>(i + 1);
+          with->observe(i, x);
+          without->observe(i, x);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a bad backlog is refused and changes nothing", "[core][policy][errors]") {
+  ata::OraclePolicy oracle(std::vector<double>{1.0, 2.0});
+  ata::Allocation a;
+  REQUIRE_THROWS_WITH(oracle.allocate(3, std::vector<double>{1.0}, a),
+                      ContainsSubstring("one entry per worker (2), got 1"));
+  REQUIRE_THROWS_WITH(oracle.allocate(3, std::vector<double>{1.0, -1.0}, a),
+                      ContainsSubstring("backlog of worker 1"));
+  const double inf = std::numeric_limits<double>::infinity();
+  REQUIRE_THROWS_WITH(oracle.allocate(3, std::vector<double>{inf, 0.0}, a),
+                      ContainsSubstring("backlog of worker 0"));
+  CHECK(oracle.round() == 0);
+}

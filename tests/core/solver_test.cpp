@@ -150,3 +150,101 @@ TEST_CASE("negative zero counts as a zero score", "[core][solver]") {
   const ata::Allocation a = ata::solve_min_max(std::vector<double>{1.0, -0.0, 2.0}, 3);
   CHECK(as_vector(a) == std::vector<std::size_t>{0, 3, 0});
 }
+
+TEST_CASE("solver with offsets is optimal and canonical against brute force",
+          "[core][solver][property]") {
+  std::mt19937_64 rng(20261130);
+  std::uniform_real_distribution<double> continuous(0.1, 10.0);
+  std::uniform_int_distribution<int> offset_level(0, 6);
+  MinMaxSolver solver;
+  Allocation a;
+  for (std::size_t n = 1; n <= 6; ++n) {
+    for (std::size_t batch = 1; batch <= 8; ++batch) {
+      for (int trial = 0; trial < 30; ++trial) {
+        std::vector<double> scores =
+            trial % 2 == 0 ? tie_heavy_scores(rng, n, 0.0) : std::vector<double>(n);
+        std::vector<double> offsets(n);
+        if (trial % 2 == 1) {
+          for (auto& s : scores) s = continuous(rng);
+          for (auto& q : offsets) q = continuous(rng) * offset_level(rng);
+        } else {
+          for (auto& q : offsets) q = 0.5 * offset_level(rng);  // ties with task values
+        }
+        solver.solve(scores, offsets, batch, a);
+        INFO("n=" << n << " B=" << batch << " trial=" << trial);
+        REQUIRE(a.total() == batch);
+        REQUIRE(ata::testing::loss_of(as_vector(a), scores, offsets) ==
+                ata::testing::brute_force_min_loss(scores, batch, offsets));
+        REQUIRE(as_vector(a) == ata::testing::naive_greedy(scores, batch, offsets));
+      }
+    }
+  }
+}
+
+TEST_CASE("solver with offsets matches the greedy on large random cases",
+          "[core][solver][property]") {
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> spread_out(0.0, 2.0);
+  std::exponential_distribution<double> backlog(0.02);
+  MinMaxSolver solver;
+  Allocation a;
+  const std::pair<std::size_t, std::size_t> sizes[] = {{16, 16},     {51, 23},     {459, 23},
+                                                       {1000, 5000}, {3000, 1000}, {3, 10000}};
+  for (const auto& [n, batch] : sizes) {
+    std::vector<double> scores(n);
+    std::vector<double> offsets(n);
+    for (auto& s : scores) s = spread_out(rng);
+    for (std::size_t i = 0; i < n; ++i) offsets[i] = i % 3 == 0 ? 0.0 : backlog(rng) * scores[i];
+    solver.solve(scores, offsets, batch, a);
+    INFO("n=" << n << " B=" << batch);
+    REQUIRE(a.total() == batch);
+    REQUIRE(as_vector(a) == ata::testing::naive_greedy(scores, batch, offsets));
+  }
+}
+
+TEST_CASE("zero offsets change nothing; zero scores are spread as without offsets",
+          "[core][solver]") {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> spread_out(0.0, 1.0);
+  MinMaxSolver plain;
+  MinMaxSolver offset;
+  Allocation a;
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> scores(1 + rng() % 40);
+    for (auto& s : scores) s = rng() % 5 == 0 ? 0.0 : spread_out(rng);
+    const std::size_t batch = 1 + rng() % 60;
+    const std::vector<double> zeros(scores.size(), 0.0);
+    offset.solve(scores, zeros, batch, a);
+    REQUIRE(a == plain.solve(scores, batch));
+  }
+  // An unseen worker gets the batch even when it is the most loaded.
+  offset.solve(std::vector<double>{1.0, 0.0}, std::vector<double>{0.0, 100.0}, 3, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{0, 3});
+}
+
+TEST_CASE("a backlog steers tasks to idle workers", "[core][solver]") {
+  // Equal speeds; worker 0 has 4 tasks' worth queued: the 6 new tasks fill the others first.
+  Allocation a;
+  MinMaxSolver solver;
+  solver.solve(std::vector<double>{1.0, 1.0, 1.0}, std::vector<double>{4.0, 0.0, 0.0}, 6, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{0, 3, 3});
+  // Then level 5 is reached by all three (ties by index).
+  solver.solve(std::vector<double>{1.0, 1.0, 1.0}, std::vector<double>{4.0, 0.0, 0.0}, 11, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{1, 5, 5});
+  // Extreme ranges: a tiny score next to a huge offset.
+  solver.solve(std::vector<double>{1e-310, 1.0}, std::vector<double>{1e300, 0.0}, 5, a);
+  CHECK(as_vector(a) == std::vector<std::size_t>{0, 5});
+}
+
+TEST_CASE("solver rejects bad offsets", "[core][solver][errors]") {
+  MinMaxSolver solver;
+  Allocation a;
+  const std::vector<double> scores{1.0, 2.0};
+  REQUIRE_THROWS_WITH(solver.solve(scores, std::vector<double>{1.0}, 3, a),
+                      ContainsSubstring("one per worker (2), got 1"));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  REQUIRE_THROWS_WITH(solver.solve(scores, std::vector<double>{0.0, nan}, 3, a),
+                      ContainsSubstring("offset of worker 1") && ContainsSubstring("nan"));
+  REQUIRE_THROWS_WITH(solver.solve(scores, std::vector<double>{-1.0, 0.0}, 3, a),
+                      ContainsSubstring("offset of worker 0") && ContainsSubstring("-1"));
+}

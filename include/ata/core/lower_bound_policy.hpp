@@ -13,7 +13,8 @@
 namespace ata {
 
 /// A policy that plays argmin_a max_i a_i s_i for scores s recomputed every round (ATA,
-/// ATA-Empirical). Workers never observed have score 0 and so are tried first.
+/// ATA-Empirical), or max_i (q_i + a_i s_i) with q_i = backlog_i s_i when allocated against a
+/// backlog. Workers never observed have score 0 and so are tried first.
 ///
 /// Not thread-safe (see Policy).
 class LowerBoundPolicy : public Policy {
@@ -43,6 +44,7 @@ class LowerBoundPolicy : public Policy {
   std::vector<double> inv_sqrt_k_;
   std::vector<double> inv_k_;
   std::vector<double> scores_;
+  std::vector<double> offsets_;  // load-aware rounds: backlog times scores
   MinMaxSolver solver_;
 };
 

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "ata/core/policy.hpp"
+#include "ata/core/solver.hpp"
 
 namespace ata {
 
-/// OFTA, the oracle yardstick: a* = argmin_a max_i a_i mu_i with the true means, every round.
+/// OFTA, the oracle yardstick: a* = argmin_a max_i a_i mu_i with the true means, every round
+/// (max_i (backlog_i mu_i + a_i mu_i) when allocated against a backlog).
 /// Nobody knows the means in practice; the simulator does, and so does a calibrated cluster.
 /// When the truth changes (a worker slows down), set_means() gives the oracle the new means;
 /// ata::sim::Simulation does so by itself when a scenario's WorkerChange takes effect.
@@ -38,7 +40,9 @@ class OraclePolicy final : public Policy {
   void choose(std::size_t batch, Allocation& out) override;
 
   std::vector<double> means_;
-  Allocation cached_;  // the solution for cached_.total() tasks
+  Allocation cached_;            // the solution for cached_.total() tasks, without backlog
+  std::vector<double> offsets_;  // load-aware rounds: backlog times means
+  MinMaxSolver solver_;
 };
 
 }  // namespace ata

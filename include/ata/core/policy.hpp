@@ -58,6 +58,13 @@ class Policy {
   [[nodiscard]] Allocation allocate(std::size_t batch);
   /// As allocate(), writing into `out` to reuse its storage.
   void allocate(std::size_t batch, Allocation& out);
+  /// Load-aware: as allocate(), for a batch that queues behind other work. backlog[i] is the
+  /// number of tasks worker i must still finish first (queued and running tasks of other
+  /// batches). A load-aware policy minimises max_i (q_i + a_i s_i) with q_i = backlog[i] s_i
+  /// from its own estimates (ATA, ATA-Empirical, OFTA); one that is not (UTA) ignores it. All
+  /// zeros give exactly allocate()'s result. Throws ata::InvalidArgument for a backlog of
+  /// another size or with a NaN, infinite or negative entry (nothing changes then).
+  void allocate(std::size_t batch, std::span<const double> backlog, Allocation& out);
 
   /// Records that one task on `worker` took `seconds`. Throws ata::InvalidArgument for a
   /// worker index out of range or a duration that is NaN, infinite or negative.
@@ -74,12 +81,16 @@ class Policy {
 
   /// Fills `out` (already sized to workers() and empty) for round(), which is already advanced.
   virtual void choose(std::size_t batch, Allocation& out) = 0;
+  /// During choose(): the backlog given to allocate(), one entry per worker, or empty when
+  /// there is none (every worker idle).
+  [[nodiscard]] std::span<const double> backlog() const noexcept { return backlog_; }
   /// Hook after stats(worker) has absorbed a valid observation.
   virtual void learn(std::size_t /*worker*/, double /*seconds*/) {}
 
  private:
   std::vector<WorkerStats> stats_;
   std::size_t round_ = 0;
+  std::span<const double> backlog_;  // set for the duration of a load-aware allocate()
 };
 
 }  // namespace ata

@@ -59,11 +59,24 @@ class MinMaxSolver {
   [[nodiscard]] Allocation solve(std::span<const double> scores, std::size_t batch);
   /// As solve(), writing into `out` (resized to scores.size()) to reuse its storage.
   void solve(std::span<const double> scores, std::size_t batch, Allocation& out);
+  /// With offsets: argmin_{sum a = B} max_{i : a_i > 0} (q_i + a_i s_i), where q_i >= 0 is
+  /// work worker i must finish first (its backlog). The result is exactly the greedy "add each
+  /// task to the worker with the smallest q_i + (a_i + 1) s_i, lowest index on ties": the B
+  /// smallest pairs (q_i + j s_i, i), j >= 1, which no allocation can beat. Zero scores are
+  /// spread as in solve() (offsets do not reorder unseen workers); all-zero offsets give
+  /// exactly solve()'s result. Same complexity plus O(m log m) to water-fill the m candidates.
+  /// Throws ata::InvalidArgument for offsets of another size, NaN, infinite or negative.
+  void solve(std::span<const double> scores, std::span<const double> offsets, std::size_t batch,
+             Allocation& out);
   /// The spreading counter used for zero scores.
   [[nodiscard]] const RoundRobinSpread& spread() const noexcept { return spread_; }
 
  private:
   void solve_positive(std::span<const double> scores, std::size_t batch, Allocation& out);
+  void solve_with_offsets(std::span<const double> scores, std::span<const double> offsets,
+                          std::size_t batch, Allocation& out);
+  // Validates and handles zero scores; true when `out` is final.
+  bool prepare(std::span<const double> scores, std::size_t batch, Allocation& out);
 
   RoundRobinSpread spread_;
   std::vector<std::size_t> candidates_;
