@@ -72,7 +72,7 @@ void BatchScheduler::check_batch(std::size_t batch) {
 
 BatchScheduler::Outcome BatchScheduler::dispatch(std::size_t batch, detail::TaskBody& body,
                                                  std::chrono::steady_clock::time_point start) {
-  if (pool_.core_->is_own_thread()) {
+  if (detail::core_of(pool_).is_own_thread()) {
     throw Error(
         "BatchScheduler::run() called from a task of its own pool would wait for "
         "itself; run batches from other threads");
@@ -101,7 +101,7 @@ BatchScheduler::Outcome BatchScheduler::dispatch(std::size_t batch, detail::Task
   try {
     job = std::make_shared<detail::BlockingBatch>(mode, batch, round, std::move(allocation),
                                                   workers, body);
-    job->submit(*pool_.core_);
+    job->submit(detail::core_of(pool_));
   } catch (const std::bad_alloc&) {
     detail::throw_out_of_memory(batch, "task records");
   }

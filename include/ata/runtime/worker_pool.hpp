@@ -9,10 +9,12 @@
 
 namespace ata::runtime {
 
-class BatchScheduler;
+class WorkerPool;
 namespace detail {
 class PoolCore;
-}
+/// The engine behind `pool`, for the runtime's front ends. Not part of the API.
+PoolCore& core_of(WorkerPool& pool) noexcept;
+}  // namespace detail
 
 /// The threads a BatchScheduler runs batches on.
 ///
@@ -76,7 +78,7 @@ class WorkerPool {
   void shutdown();
 
  private:
-  friend class BatchScheduler;
+  friend detail::PoolCore& detail::core_of(WorkerPool& pool) noexcept;
   std::unique_ptr<detail::PoolCore> core_;
 };
 
