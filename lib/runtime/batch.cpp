@@ -33,8 +33,27 @@ Batch::Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation all
 }
 
 void Batch::submit(PoolCore& pool) {
-  // Each queue entry holds a reference, so the batch outlives its last queued chunk.
-  pool.submit(shared_from_this(), targets_);
+  pool_ = &pool;
+  // Counted before the chunks are queued, so that a worker never settles more than was added.
+  if (mode_ == Dispatch::allocated) {
+    for (std::size_t i : targets_) pool.add_backlog(i, allocation_[i]);
+  }
+  try {
+    // Each queue entry holds a reference, so the batch outlives its last queued chunk.
+    pool.submit(shared_from_this(), targets_);
+  } catch (...) {
+    if (mode_ == Dispatch::allocated) {
+      for (std::size_t i : targets_) pool.settle_backlog(i, allocation_[i]);
+    }
+    throw;
+  }
+}
+
+void Batch::settle_share(Worker& worker) noexcept {
+  const std::size_t i = worker.index();
+  const std::size_t rest = allocation_[i] - logs_[i].settled;
+  if (rest > 0) worker.settle_backlog(rest);
+  logs_[i].settled = allocation_[i];
 }
 
 void Batch::cancel() noexcept {
@@ -52,7 +71,10 @@ std::exception_ptr Batch::take_error() noexcept {
 }
 
 void Batch::run(Worker& worker) noexcept {
-  if (!try_enter()) return;  // closed: the task body may be gone already
+  if (!try_enter()) {  // closed: the task body may be gone already
+    if (mode_ == Dispatch::allocated) settle_share(worker);
+    return;
+  }
   TaskContext ctx(0, worker.index(), stop_.get_token());
   try {
     switch (mode_) {
@@ -69,10 +91,13 @@ void Batch::run(Worker& worker) noexcept {
   } catch (...) {
     decide(Outcome::failed, std::current_exception());
   }
+  if (mode_ == Dispatch::allocated) settle_share(worker);
   leave();
 }
 
-void Batch::abandon(std::size_t /*worker*/, const std::exception_ptr& reason) noexcept {
+void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexcept {
+  // Never run here: the whole share leaves the backlog (the pool is shutting down, alive).
+  if (mode_ == Dispatch::allocated) pool_->settle_backlog(worker, allocation_[worker]);
   // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
   // of several: the batch is lost only if no worker reached it.
   if (mode_ == Dispatch::allocated ||
@@ -120,6 +145,8 @@ void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
     // Only a decided batch requests stop, and its results are not wanted any more.
     if (ctx.stop_requested()) return;
     const auto duration = run_task(worker, ctx, task, since);
+    worker.settle_backlog(1);
+    ++logs_[i].settled;
     body_.accept(i, task);
     // Reserved for a_i entries: cannot allocate.
     logs_[i].ran.push_back({task, duration, task});

@@ -100,8 +100,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   struct alignas(64) WorkerLog {
     std::vector<RanTask> ran;
     QueueEntry entry;  // this batch's place in the worker's queue
+    std::size_t settled = 0;  // allocated: tasks of this share taken off the pool's backlog
   };
 
+  // Allocated mode: takes the rest of `worker`'s share off its backlog.
+  void settle_share(Worker& worker) noexcept;
   void run_allocated(Worker& worker, TaskContext& ctx);
   void run_pull(Worker& worker, TaskContext& ctx);
   void run_greedy(Worker& worker, TaskContext& ctx);
@@ -131,6 +134,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   TaskBody& body_;
   std::vector<WorkerLog> logs_;       // logs_[i].ran written by worker i only
   std::vector<std::size_t> targets_;  // the workers that get a chunk
+  PoolCore* pool_ = nullptr;          // set by submit(): whose backlog the shares count in
 
   std::stop_source stop_;
   std::atomic<std::size_t> next_task_{0};    // pull and greedy: the next task index to start

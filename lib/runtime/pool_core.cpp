@@ -167,6 +167,20 @@ void PoolCore::serve(const PoolCore* pool, Worker& worker) {
   }
 }
 
+void PoolCore::backlog(std::span<double> out) const noexcept {
+  for (std::size_t i = 0; i < out.size() && i < workers_.size(); ++i) {
+    out[i] = static_cast<double>(workers_[i]->backlog_.load(std::memory_order_relaxed));
+  }
+}
+
+void PoolCore::add_backlog(std::size_t worker, std::size_t tasks) noexcept {
+  workers_[worker]->backlog_.fetch_add(tasks, std::memory_order_relaxed);
+}
+
+void PoolCore::settle_backlog(std::size_t worker, std::size_t tasks) noexcept {
+  workers_[worker]->backlog_.fetch_sub(tasks, std::memory_order_relaxed);
+}
+
 std::size_t PoolCore::queued() const {
   std::size_t total = 0;
   for (const auto& worker : workers_) {

@@ -56,6 +56,11 @@ class Worker {
          std::chrono::nanoseconds idle_spin);
 
   [[nodiscard]] std::size_t index() const noexcept { return index_; }
+  // Takes `tasks` finished or skipped tasks off this worker's backlog (see backlog_). On this
+  // worker's thread: the worker outlives a pool that a task destroys.
+  void settle_backlog(std::size_t tasks) noexcept {
+    backlog_.fetch_sub(tasks, std::memory_order_relaxed);
+  }
 
   // Runs ctx's task through `body`, slowed down as this worker is in round `round`. On this
   // worker's thread only: the generator and the pause state are unsynchronised.
@@ -78,6 +83,9 @@ class Worker {
   QueueEntry* tail_ = nullptr;          // guarded by queue_mutex_
   std::shared_ptr<Chunk> running_;      // guarded by queue_mutex_: the chunk being run
   std::atomic<std::size_t> queued_{0};  // entries queued, for polling without the lock
+  // Tasks of allocated chunks queued or running here and not finished: load-aware allocation
+  // reads it. Raised before a submission, lowered task by task as they end.
+  std::atomic<std::size_t> backlog_{0};
   bool stopping_ = false;               // guarded by queue_mutex_
   std::thread thread_;
 };
@@ -95,6 +103,12 @@ class PoolCore {
   [[nodiscard]] const PoolOptions& options() const noexcept { return options_; }
   [[nodiscard]] std::size_t queued() const;
   [[nodiscard]] bool is_shut_down() const noexcept { return shut_down_.load(); }
+  // Per worker, the tasks of allocated chunks queued or running there and not yet finished
+  // (out.size() == size()). Thread-safe; a snapshot.
+  void backlog(std::span<double> out) const noexcept;
+  // Adds (or, with settle_backlog(), removes) `tasks` to worker `worker`'s backlog.
+  void add_backlog(std::size_t worker, std::size_t tasks) noexcept;
+  void settle_backlog(std::size_t worker, std::size_t tasks) noexcept;
   // Whether the calling thread is one of this pool's workers.
   [[nodiscard]] bool is_own_thread() const noexcept;
 

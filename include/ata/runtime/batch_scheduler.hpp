@@ -6,17 +6,25 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
 #include "ata/core/policy.hpp"
+#include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_result.hpp"
+#include "ata/runtime/detail/batch_operation.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
 #include "ata/runtime/task_context.hpp"
 #include "ata/runtime/worker_pool.hpp"
 
 namespace ata::runtime {
+
+namespace detail {
+struct SchedulerEngine;
+}
 
 /// What a task callable returns when the scheduler calls it.
 template <class Task>
@@ -69,7 +77,12 @@ class BatchScheduler {
 
   /// Borrows `pool` and `policy`, which must outlive the scheduler. Throws
   /// ata::InvalidArgument when policy.workers() != pool.size().
-  BatchScheduler(WorkerPool& pool, Policy& policy);
+  BatchScheduler(WorkerPool& pool, Policy& policy, const SchedulerOptions& options = {});
+  /// Batches still in flight must have completed (their waiters returned, their handlers
+  /// run) before the scheduler is destroyed.
+  ~BatchScheduler();
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
 
   /// Runs B = `batch` tasks and returns their results by task index, with the round report.
   /// `task` is called as task(const TaskContext&) on several workers at once, so it must be
@@ -92,20 +105,25 @@ class BatchScheduler {
   /// results, with the exception in report.learning_error.
   template <class Task>
     requires std::invocable<Task&, const TaskContext&>
-  BatchResult<TaskResult<Task>> run(std::size_t batch, Task&& task) {
+  BatchResult<TaskResult<Task>> run(std::size_t batch, Task&& task,
+                                    const BatchOptions& options = {}) {
     using Result = TaskResult<Task>;
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
-    const auto start = std::chrono::steady_clock::now();
     check_batch(batch);  // before B sizes anything
     detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, pool_.size());
-    Outcome outcome = dispatch(batch, body, start);
-    if constexpr (std::is_void_v<Result>) {
-      return {std::move(outcome.report)};
-    } else {
-      return {body.take(outcome.slot_order), std::move(outcome.report)};
+    BatchResult<Result> result;
+    std::vector<std::size_t> slot_order;
+    std::shared_ptr<detail::BlockingOperation> operation;
+    try {
+      operation = std::make_shared<detail::BlockingOperation>(*this, batch, body, options);
+    } catch (const std::bad_alloc&) {
+      detail::throw_out_of_memory(batch, "operation");
     }
+    operation->run(result.report, slot_order);
+    if constexpr (!std::is_void_v<Result>) result.values = body.take(slot_order);
+    return result;
   }
 
   /// The policy driving the batches (hold policy().mutex() to use it while batches run).
@@ -113,19 +131,20 @@ class BatchScheduler {
   [[nodiscard]] WorkerPool& pool() noexcept { return pool_; }
   /// Batches this scheduler started so far. Thread-safe.
   [[nodiscard]] std::size_t rounds() const;
+  /// Batches admitted and not yet complete (at most options().max_in_flight()). Thread-safe.
+  [[nodiscard]] std::size_t in_flight() const;
+  [[nodiscard]] const SchedulerOptions& options() const noexcept { return options_; }
+
+  /// Throws ata::InvalidArgument for batch = 0 or batch > kMaxBatch.
+  static void check_batch(std::size_t batch);
 
  private:
-  struct Outcome {
-    RoundReport report;
-    std::vector<std::size_t> slot_order;  // result slots by task index; empty: slot j = task j
-  };
-
-  static void check_batch(std::size_t batch);
-  Outcome dispatch(std::size_t batch, detail::TaskBody& body,
-                   std::chrono::steady_clock::time_point start);
+  friend class detail::BatchOperation;
 
   WorkerPool& pool_;
   Policy& policy_;
+  const SchedulerOptions options_;
+  std::unique_ptr<detail::SchedulerEngine> engine_;
   std::size_t rounds_ = 0;  // guarded by policy_.mutex()
 };
 
