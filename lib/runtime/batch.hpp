@@ -39,6 +39,9 @@ using Clock = std::chrono::steady_clock;
 // one thread whose update leaves exactly "closed, nobody inside" (the closer if nobody was
 // inside, else the last to leave) completes the batch. All updates are read-modify-writes of
 // state_ (acq_rel), so everything the workers did inside happens before on_complete().
+// The outcome is set once, under outcome_mutex_: the first decision wins, and completion
+// turns "still pending" into success. A worker decides while inside, so before completion;
+// cancel() and shutdown do not override a batch whose B results are already in.
 class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
  public:
   enum class Outcome : std::uint8_t {

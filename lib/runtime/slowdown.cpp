@@ -29,14 +29,16 @@ std::string unit_text(std::chrono::nanoseconds unit) {
 // A mean delay beyond the maximum describes no run that could finish: refused up front.
 void require_delay_in_range(const sim::TimeModel& model, std::chrono::nanoseconds unit,
                             const char* kind) {
-  const double mean_ns = model.mean() * static_cast<double>(unit.count());
-  if (!(mean_ns <= static_cast<double>(Slowdown::kMaxDelay.count()))) {
-    char mean[32];
-    std::snprintf(mean, sizeof mean, "%.3g", mean_ns * 1e-9);
-    throw InvalidArgument(
-        std::string(kind) + " slowdown of " + model.describe() + " x " + unit_text(unit) +
-        " has a mean delay of " + mean + " s, above the maximum of " +
-        std::to_string(Slowdown::kMaxDelay.count() / 1'000'000'000) + " s (Slowdown::kMaxDelay)");
+  // In seconds, where a huge mean times a unit overflows later than in nanoseconds.
+  const double mean = model.mean() * std::chrono::duration<double>(unit).count();
+  const auto max = std::chrono::duration_cast<std::chrono::seconds>(Slowdown::kMaxDelay);
+  if (!(mean <= static_cast<double>(max.count()))) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", mean);
+    throw InvalidArgument(std::string(kind) + " slowdown of " + model.describe() + " x " +
+                          unit_text(unit) + " has a mean delay of " + text +
+                          " s, above the maximum of " + std::to_string(max.count()) +
+                          " s (Slowdown::kMaxDelay)");
   }
 }
 

@@ -145,7 +145,7 @@ void run_one(rt::BatchScheduler& scheduler, std::size_t id, std::size_t batch, s
     const unsigned mask = ran_on[t].load();
     return (mask & (mask - 1)) == 0 && mask != 0 && calls[t].load() <= (mask == 8u ? 2u : 1u);
   };
-  // One batch in 16 has a failing task; one task in 50 runs long unless stopped.
+  // One batch in 16 has a failing task; about one task in 100 runs long unless stopped.
   const std::size_t failing = rng() % 16 == 0 ? rng() % batch : slots;
   const std::uint64_t long_tasks = rng();
   auto task = [&](const rt::TaskContext& ctx) {
