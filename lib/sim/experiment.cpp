@@ -1,10 +1,13 @@
 #include "ata/sim/experiment.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "ata/core/error.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
 #include "ata/sim/simulation.hpp"
+#include "core/checks.hpp"
 
 namespace ata::sim {
 
@@ -32,7 +35,13 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     run.regret += r.proxy_loss - r.optimal_proxy_loss;
     if (sgd) sgd->step(config.batch);
     if (k * points >= next_point * config.rounds) {
-      run.trace.push_back({k, run.wall_time, run.worker_time, run.regret, sgd ? sgd->suboptimality() : 0.0});
+      const double suboptimality = sgd ? sgd->suboptimality() : 0.0;
+      if (!std::isfinite(suboptimality)) {
+        throw Error("SGD on the quadratic diverged by round " + std::to_string(k) +
+                    " (f(x) - f* = " + detail::to_text(suboptimality) + "): step size " +
+                    detail::to_text(config.sgd_step) + " is too large");
+      }
+      run.trace.push_back({k, run.wall_time, run.worker_time, run.regret, suboptimality});
       ++next_point;
     }
     if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));

@@ -55,7 +55,8 @@ struct StrategyRun {
 
 /// Runs `strategy` (a make_policy() name) for config.rounds rounds. `progress`, if set, is
 /// called now and then with the fraction done. Throws ata::InvalidArgument for bad settings
-/// (batch 0, rounds 0, unknown strategy, missing alpha, ...).
+/// (batch 0, rounds 0, unknown strategy, missing alpha, ...), and ata::Error when SGD diverges
+/// (f(x) - f* no longer finite at a trace point: the step size is too large).
 [[nodiscard]] StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                                        const std::function<void(double)>& progress = {});
 
