@@ -29,6 +29,7 @@ awk -v readme="$readme" '
     print "double expensive_step(std::size_t task);"
     print "extern ata::runtime::WorkerPool pool;"
     print "extern ata::runtime::BatchScheduler scheduler;"
+    print "extern ata::AtaEmpiricalPolicy policy;"
     for (i = 1; i <= n; i++) {
       printf "void readme_snippet_%d() {\n#line %d \"%s\"\n%s}\n", i, start[i], readme, body[i]
     }
