@@ -1,8 +1,10 @@
 #include "ata/sim/experiment.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "ata/core/error.hpp"
+#include "ata/sim/eofta_policy.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
 #include "ata/sim/simulation.hpp"
 
@@ -14,7 +16,11 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   PolicyOptions options = config.policy;
   options.means = config.scenario.means();
   options.seed = config.seed;
-  const auto policy = make_policy(strategy, config.scenario.workers(), options);
+  const auto models = config.scenario.models();
+  const std::unique_ptr<Policy> policy =
+      strategy == "eofta"
+          ? std::make_unique<EoftaPolicy>(std::vector<TimeModel>(models.begin(), models.end()))
+          : make_policy(strategy, config.scenario.workers(), options);
   Simulation simulation(config.scenario, *policy, config.batch, config.seed);
   std::optional<QuadraticSgd> sgd;
   if (config.sgd) sgd.emplace(config.sgd_dim, config.sgd_step, config.sgd_noise, config.seed);

@@ -53,7 +53,8 @@ struct StrategyRun {
   std::vector<TracePoint> trace;
 };
 
-/// Runs `strategy` (a make_policy() name) for config.rounds rounds. `progress`, if set, is
+/// Runs `strategy` (a make_policy() name, or "eofta": EoftaPolicy on the scenario's laws) for
+/// config.rounds rounds. `progress`, if set, is
 /// called now and then with the fraction done. Throws ata::InvalidArgument for bad settings
 /// (batch 0, rounds 0, unknown strategy, missing alpha, ...).
 [[nodiscard]] StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
