@@ -6,12 +6,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ata/core/policy.hpp"
 #include "ata/core/solver.hpp"
+
+namespace ata::detail {
+class RoundTimeAllocator;
+}
 
 namespace ata {
 
@@ -28,19 +33,34 @@ namespace ata {
 /// @endcode
 ///
 /// Each round:
-/// 1. Workers never observed get one task each, up to B of them, lowest index first (an
-///    unseen worker may be the fastest, and B of them at once make the fewest such rounds).
+/// 1. Exploration, a few tasks: at most explored_per_round(B) = ceil(sqrt(B) / 2) workers get one
+///    exploratory task each (B = 8: 2, B = 23: 3, B = 300: 9; none when B = 1), so that the
+///    round's wall time never waits on many unknown workers. First the follow-ups of a probe
+///    that looked faster than the worker's history, then, while the exploration budget allows,
+///    the worker observed least recently: the unseen ones first (lowest index first), then the
+///    idle ones, oldest first. Each exploratory round is charged its largest exploratory time
+///    beyond the predicted round time, and the budget grows by Options::exploration_budget
+///    (2%) of every round's predicted time, so exploration costs about that fraction of the
+///    wall time whatever n, B or the horizon. The first round, with nothing known, spreads the
+///    batch over explored_per_round(B) workers.
 /// 2. The other tasks go to the observed workers: for each, a mean is drawn from an
 ///    approximate posterior, log mu_i ~ N(log mean_i, (c cv_i)^2 / K_i), with K_i its samples
 ///    since its last detected change, cv_i its coefficient of variation (shrunk towards the
-///    value pooled over all workers) and c = Options::exploration; then the exact min-max
-///    allocation of the drawn means (MinMaxSolver) is played. A worker far slower than the
-///    round's level is drawn below it only with a Gaussian-tail probability, so it is retried
-///    rarely, while a fast worker with an unlucky first sample is retried soon.
+///    value pooled over all workers) and c = Options::exploration. Among the workers with the
+///    smallest draws, the allocation minimising an estimate of the expected round time
+///    E[max_i S_i] is played: each worker's sum is taken to be gamma with the drawn mean and
+///    its cv, and the round time to be the largest of the sums' quantiles of probability
+///    0.5704^(1/m), m the workers used (the maximum of m balanced times). So a slow worker
+///    whose single task would often be the round's last gets none, where the proxy
+///    max_i a_i mu_i would give it one.
 /// 3. Every observation feeds a change test per worker: the clipped log-times of its last 4,
 ///    8 and 16 tasks are compared with its older ones; a shift of more than
 ///    Options::change_threshold standard errors restarts the worker's statistics from those
-///    recent tasks, so a worker that slows down loses its tasks within a round or two.
+///    recent tasks, so a worker that slows down loses its tasks within a round or two. A probe
+///    of an idle worker is tested on its own: the clipped standardised log-residuals of its
+///    successive probes against its history are summed; below -3 sqrt(probes) the worker's
+///    statistics restart from the probes (a worker that sped up while idle is found); at or
+///    above 0, or after 8 probes, the follow-ups stop.
 ///
 /// Sound when: times of one worker are i.i.d. between changes with a finite variance; the
 /// workers' laws are close to a scale family (time = work / speed: the same shape, different
@@ -50,19 +70,19 @@ namespace ata {
 /// Where it may fail:
 /// - very different shapes across workers: a worker much more dispersed than the pool whose
 ///   first samples are unlucky looks slow with too much confidence and is retried late;
-/// - heavy tails (Pareto, outages): the mean converges slowly; the change test clips log-times
-///   at 3 standard deviations, so rare huge times do not trigger it, but they still move means;
-/// - a worker that speeds up while it gets no tasks (a slow worker recovering) is found only
-///   when the posterior draws it again, which gets rarer as its samples grow;
-/// - adversarial or frequent changes (a worker that alternates faster than the test's window);
-/// - it minimises the proxy max_i a_i mu_i like OFTA, not the expected round time, so it
-///   inherits OFTA's blindness to the spread of the times.
+/// - heavy tails (Pareto, outages, lognormal): the mean converges slowly, and sums far more
+///   skewed than gamma ones make the round time underestimated, so slow dispersed workers keep
+///   tasks that EOFTA would drop; the change test clips log-times at 3 standard deviations, so
+///   rare huge times do not trigger it;
+/// - exploration is budgeted: with many workers and a short horizon (n / B large, K small) only
+///   the workers the budget reaches are ever tried, in index order;
+/// - adversarial or frequent changes (a worker that alternates faster than the test's window).
 ///
 /// Random draws come from Options::seed only: the same seed and the same observations give the
 /// same allocations, bit for bit. Cost per round: O(n) for the draws (a worker far above the
-/// candidates costs one uniform) and O(B log B) for the solver on the B best candidates; per
-/// observation O(1) (the change test reads at most 16 stored times). Measured: ~4.4 us per
-/// round at n = 459, B = 23 (docs/beyond-the-paper.md).
+/// candidates costs one uniform) and O(B log B) for the allocation on the B best candidates; per
+/// observation O(1) (the change test reads at most 16 stored times). Measured in
+/// docs/beyond-the-paper.md.
 ///
 /// Not thread-safe (see Policy).
 class AtaAutoPolicy final : public Policy {
@@ -77,17 +97,26 @@ class AtaAutoPolicy final : public Policy {
     /// z: a shift of a worker's recent log-times by more than z standard errors restarts its
     /// statistics (> 0; +infinity turns the change test off).
     double change_threshold = 6.0;
+    /// The fraction of the predicted wall time that exploratory tasks (unseen and idle workers)
+    /// may cost beyond the predicted round time, in [0, 1); 0 explores only the first round's
+    /// workers and what the posterior draws.
+    double exploration_budget = 0.02;
 
     Options& set_seed(std::uint64_t value) noexcept { seed = value; return *this; }
     Options& set_exploration(double value) noexcept { exploration = value; return *this; }
     Options& set_change_threshold(double value) noexcept { change_threshold = value; return *this; }
+    Options& set_exploration_budget(double value) noexcept {
+      exploration_budget = value;
+      return *this;
+    }
   };
 
-  /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, or a
-  /// change_threshold that is NaN or <= 0.
+  /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, a
+  /// change_threshold that is NaN or <= 0, or an exploration_budget outside [0, 1).
   AtaAutoPolicy(std::size_t workers, const Options& options);
   /// With the default Options (seed 0). Throws ata::InvalidArgument for workers = 0.
   explicit AtaAutoPolicy(std::size_t workers);
+  ~AtaAutoPolicy() override;
 
   [[nodiscard]] std::string_view name() const noexcept override { return "ata-auto"; }
   [[nodiscard]] const Options& options() const noexcept { return options_; }
@@ -99,8 +128,16 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] std::size_t estimated_samples(std::size_t worker) const;
   /// The coefficient of variation pooled over all workers (1 until two samples of one worker).
   [[nodiscard]] double pooled_cv() const noexcept;
-  /// How many times a change was detected (and a worker's statistics restarted).
+  /// How many times a change was detected (and a worker's statistics restarted), probes of idle
+  /// workers included.
   [[nodiscard]] std::size_t changes_detected() const noexcept { return changes_detected_; }
+  /// How many of those came from probes of idle workers (a worker that sped up while idle).
+  [[nodiscard]] std::size_t rediscoveries() const noexcept { return rediscoveries_; }
+  /// Exploratory tasks given so far (the first round's included).
+  [[nodiscard]] std::size_t exploratory_tasks() const noexcept { return exploratory_tasks_; }
+  /// The most workers that get an exploratory task in one round of `batch` tasks:
+  /// ceil(sqrt(batch) / 2), and at most batch - 1 once a worker has been observed.
+  [[nodiscard]] static std::size_t explored_per_round(std::size_t batch) noexcept;
 
  private:
   static constexpr std::size_t kWindow = 16;  // recent times kept per worker for the change test
@@ -118,6 +155,11 @@ class AtaAutoPolicy final : public Policy {
 
   void choose(std::size_t batch, Allocation& out) override;
   void learn(std::size_t worker, double seconds) override;
+
+  void pick_explored(std::size_t batch);
+  double exploit(std::size_t tasks, Allocation& out);
+  void touch(std::size_t worker);
+  bool probe_result(std::size_t worker, double residual);
 
   void add(std::size_t worker, double seconds, double log_seconds);
   void refresh(std::size_t worker);
@@ -140,16 +182,40 @@ class AtaAutoPolicy final : public Policy {
   std::vector<unsigned char> stale_;
   std::size_t unseen_;
   std::size_t changes_detected_ = 0;
+  std::size_t rediscoveries_ = 0;
+  std::size_t exploratory_tasks_ = 0;
+
+  // Exploration. Workers in a list by their last observation, least recent first (prev_/next_,
+  // n = none): unseen ones, in index order, then idle ones, oldest first.
+  std::vector<std::size_t> prev_;
+  std::vector<std::size_t> next_;
+  std::size_t oldest_;
+  std::size_t newest_;
+  std::vector<std::size_t> last_round_;  // round of each worker's last observation (0: never)
+  // The predicted round time of a worker's outstanding exploratory task (negative: none).
+  std::vector<double> probe_level_;
+  // A probed idle worker's sequential test: the log-mean and standard deviation of its history
+  // before the first probe, the sum of the clipped standardised residuals of the times since,
+  // and 1 + their number (0: not under test).
+  std::vector<std::pair<double, double>> probe_reference_;
+  std::vector<double> probe_sum_;
+  std::vector<unsigned char> probe_count_;
+  std::vector<std::size_t> follow_ups_;   // probed workers to probe again
+  std::vector<std::size_t> explored_;     // this round's exploratory workers
+  std::vector<unsigned char> exploring_;  // 1 for them, so that the draws skip them
+  double credit_ = 0.0;                   // exploration budget left (model time)
+  double round_overshoot_ = 0.0;          // largest exploratory time beyond its prediction
   // Pooled over workers with >= 2 samples: sum of m2 / mean^2, of log_m2, and of (count - 1).
   double pool_relative_m2_ = 0.0;
   double pool_log_m2_ = 0.0;
   double pool_dof_ = 0.0;
 
   std::vector<std::pair<double, std::size_t>> heap_;  // (log draw, worker) of the candidates
-  std::vector<std::size_t> unseen_list_;
-  std::vector<double> candidate_scores_;
-  Allocation candidate_allocation_;
-  MinMaxSolver solver_;
+  std::vector<double> candidate_means_;
+  std::vector<double> candidate_cv2_;
+  std::vector<std::size_t> candidate_caps_;
+  std::vector<std::size_t> candidate_tasks_;
+  std::unique_ptr<detail::RoundTimeAllocator> allocator_;
   RoundRobinSpread spread_;
   std::uint64_t random_state_;  // the posterior draws' generator (SplitMix64)
 };
