@@ -33,16 +33,27 @@ namespace ata {
 /// @endcode
 ///
 /// Each round:
-/// 1. Exploration, a few tasks: at most explored_per_round(B) = ceil(sqrt(B) / 2) workers get one
-///    exploratory task each (B = 8: 2, B = 23: 3, B = 300: 9; none when B = 1), so that the
-///    round's wall time never waits on many unknown workers. First the follow-ups of a probe
-///    that looked faster than the worker's history, then, while the exploration budget allows,
-///    the worker observed least recently: the unseen ones first (lowest index first), then the
-///    idle ones, oldest first. Each exploratory round is charged its largest exploratory time
-///    beyond the predicted round time, and the budget grows by Options::exploration_budget
-///    (2%) of every round's predicted time, so exploration costs about that fraction of the
-///    wall time whatever n, B or the horizon. The first round, with nothing known, spreads the
-///    batch over explored_per_round(B) workers.
+/// 1. Exploration: one task each for workers the learner knows little about, beside the
+///    exploitation of the others.
+///    - Budgeted: first the follow-ups of a worker under test (step 3), then, while the
+///      exploration credit is positive, the workers observed least recently: the unseen ones
+///      first (lowest index first), then the idle ones, oldest first; at most
+///      explored_per_round(B) = ceil(sqrt(B) / 2) workers in all (B = 8: 2, B = 23: 3,
+///      B = 300: 9; none when B = 1), so that the round never waits on many of them. Each
+///      round's largest exploratory time beyond the round's predicted time is charged to the
+///      credit, which grows by Options::exploration_budget (2%) of every round's predicted
+///      time: once the unseen workers are tried, re-trying idle ones costs about that fraction
+///      of the wall time, whatever n, B or the horizon.
+///    - Worth it: one more unseen worker (within the same cap) when the share of the 32
+///      workers seen last that are faster than the slowest one in use, times what a useful
+///      worker gains per round (the predicted round time over the workers in use), times the
+///      rounds so far, exceeds what trying one costs (the mean time beyond the predicted round
+///      time of those 32 workers' first times).
+///    - Free: any number of unseen workers when their expected maximum time (from those 32
+///      first times) stays below the predicted time of the round's other tasks, which happens
+///      while the known workers are few or slow (the second round, typically).
+///    The first round, with nothing known, spreads the batch over explored_per_round(B)
+///    workers.
 /// 2. The other tasks go to the observed workers: for each, a mean is drawn from an
 ///    approximate posterior, log mu_i ~ N(log mean_i, (c cv_i)^2 / K_i), with K_i its samples
 ///    since its last detected change, cv_i its coefficient of variation (shrunk towards the
@@ -52,15 +63,18 @@ namespace ata {
 ///    its cv, and the round time to be the largest of the sums' quantiles of probability
 ///    0.5704^(1/m), m the workers used (the maximum of m balanced times). So a slow worker
 ///    whose single task would often be the round's last gets none, where the proxy
-///    max_i a_i mu_i would give it one.
+///    max_i a_i mu_i would give it one. A worker gets at most twice as many tasks as it has
+///    times since its last change, so that an estimate from a few lucky times costs one
+///    bounded round.
 /// 3. Every observation feeds a change test per worker: the clipped log-times of its last 4,
 ///    8 and 16 tasks are compared with its older ones; a shift of more than
 ///    Options::change_threshold standard errors restarts the worker's statistics from those
-///    recent tasks, so a worker that slows down loses its tasks within a round or two. A probe
-///    of an idle worker is tested on its own: the clipped standardised log-residuals of its
-///    successive probes against its history are summed; below -3 sqrt(probes) the worker's
-///    statistics restart from the probes (a worker that sped up while idle is found); at or
-///    above 0, or after 8 probes, the follow-ups stop.
+///    recent tasks, so a worker that slows down loses its tasks within a round or two. A worker
+///    back from more than 16 idle rounds (with at least 4 past times) is tested against its
+///    history: the clipped standardised residuals of its new log-times are summed over every
+///    suffix; below -4 sqrt(length) its statistics restart from that suffix (a worker that sped
+///    up while idle is found); while they average below -0.5 it is probed again each round,
+///    for at most 12 times.
 ///
 /// Sound when: times of one worker are i.i.d. between changes with a finite variance; the
 /// workers' laws are close to a scale family (time = work / speed: the same shape, different
@@ -74,8 +88,9 @@ namespace ata {
 ///   skewed than gamma ones make the round time underestimated, so slow dispersed workers keep
 ///   tasks that EOFTA would drop; the change test clips log-times at 3 standard deviations, so
 ///   rare huge times do not trigger it;
-/// - exploration is budgeted: with many workers and a short horizon (n / B large, K small) only
-///   the workers the budget reaches are ever tried, in index order;
+/// - exploration assumes no order of the workers, and is budgeted: with many workers and a
+///   short horizon (n / B large, K small) only the workers its rules reach are tried, in index
+///   order, and the fast workers of a large cluster may be found late;
 /// - adversarial or frequent changes (a worker that alternates faster than the test's window).
 ///
 /// Random draws come from Options::seed only: the same seed and the same observations give the
@@ -97,9 +112,10 @@ class AtaAutoPolicy final : public Policy {
     /// z: a shift of a worker's recent log-times by more than z standard errors restarts its
     /// statistics (> 0; +infinity turns the change test off).
     double change_threshold = 6.0;
-    /// The fraction of the predicted wall time that exploratory tasks (unseen and idle workers)
-    /// may cost beyond the predicted round time, in [0, 1); 0 explores only the first round's
-    /// workers and what the posterior draws.
+    /// The fraction of the predicted wall time that budgeted exploratory tasks (unseen and idle
+    /// workers) may cost beyond the predicted round time, in [0, 1). 0: no budgeted probes;
+    /// unseen workers are still tried when worth it or free, and idle ones when the posterior
+    /// draws them.
     double exploration_budget = 0.02;
 
     Options& set_seed(std::uint64_t value) noexcept { seed = value; return *this; }
@@ -141,6 +157,7 @@ class AtaAutoPolicy final : public Policy {
 
  private:
   static constexpr std::size_t kWindow = 16;  // recent times kept per worker for the change test
+  static constexpr std::size_t kRecent = 32;  // the workers seen last, for more_unseen()
 
   // A worker's times since its last change: count, mean and squared deviations of the times
   // and of their logarithms (Welford), and the last kWindow of both in a ring.
@@ -157,7 +174,11 @@ class AtaAutoPolicy final : public Policy {
   void learn(std::size_t worker, double seconds) override;
 
   void pick_explored(std::size_t batch);
-  double exploit(std::size_t tasks, Allocation& out);
+  double plan(std::size_t tasks);
+  double replan(std::size_t tasks);
+  void commit(std::size_t tasks, Allocation& out);
+  std::size_t more_unseen(std::size_t batch, std::size_t tasks, double predicted);
+  void remember_first_time(std::size_t worker, double seconds);
   void touch(std::size_t worker);
   bool probe_result(std::size_t worker, double residual);
 
@@ -203,6 +224,9 @@ class AtaAutoPolicy final : public Policy {
   std::vector<std::size_t> follow_ups_;   // probed workers to probe again
   std::vector<std::size_t> explored_;     // this round's exploratory workers
   std::vector<unsigned char> exploring_;  // 1 for them, so that the draws skip them
+  std::vector<std::pair<std::size_t, double>> recent_;  // (worker, first time), the kRecent last
+  std::size_t recent_next_ = 0;
+  std::vector<double> recent_times_;
   double credit_ = 0.0;                   // exploration budget left (model time)
   double round_overshoot_ = 0.0;          // largest exploratory time beyond its prediction
   // Pooled over workers with >= 2 samples: sum of m2 / mean^2, of log_m2, and of (count - 1).
