@@ -104,6 +104,12 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
                      {"proxy_loss_regret", r.regret}};
     if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
+    if (r.eofta) {  // the last solution: its expected round time, OFTA's, and the lower bound
+      s["expected_round_time"] = r.eofta->expected_round_time;
+      s["ofta_expected_round_time"] = r.eofta->ofta_expected_round_time;
+      s["lower_bound"] = r.eofta->lower_bound;
+      s["exact"] = r.eofta->exact;
+    }
     strategies.push_back(s);
   }
   return {{"scenario", config.scenario.name()},

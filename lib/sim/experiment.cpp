@@ -17,10 +17,16 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   options.means = config.scenario.means();
   options.seed = config.seed;
   const auto models = config.scenario.models();
-  const std::unique_ptr<Policy> policy =
-      strategy == "eofta"
-          ? std::make_unique<EoftaPolicy>(std::vector<TimeModel>(models.begin(), models.end()))
-          : make_policy(strategy, config.scenario.workers(), options);
+  EoftaPolicy* eofta = nullptr;
+  std::unique_ptr<Policy> policy;
+  if (strategy == "eofta") {
+    auto owned =
+        std::make_unique<EoftaPolicy>(std::vector<TimeModel>(models.begin(), models.end()));
+    eofta = owned.get();
+    policy = std::move(owned);
+  } else {
+    policy = make_policy(strategy, config.scenario.workers(), options);
+  }
   Simulation simulation(config.scenario, *policy, config.batch, config.seed);
   std::optional<QuadraticSgd> sgd;
   if (config.sgd) sgd.emplace(config.sgd_dim, config.sgd_step, config.sgd_noise, config.seed);
@@ -44,6 +50,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));
   }
   if (sgd) run.final_suboptimality = sgd->suboptimality();
+  if (eofta != nullptr) run.eofta = eofta->solution();
   return run;
 }
 
