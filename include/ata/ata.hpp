@@ -24,6 +24,8 @@
 #include "ata/runtime/slowdown.hpp"
 #include "ata/runtime/task_context.hpp"
 #include "ata/runtime/worker_pool.hpp"
+#include "ata/sim/eofta_policy.hpp"
+#include "ata/sim/expected_round_time.hpp"
 #include "ata/sim/random.hpp"
 #include "ata/sim/scenario.hpp"
 #include "ata/sim/time_model.hpp"
