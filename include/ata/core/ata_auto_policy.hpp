@@ -224,11 +224,12 @@ class AtaAutoPolicy final : public Policy {
   std::vector<std::size_t> follow_ups_;   // probed workers to probe again
   std::vector<std::size_t> explored_;     // this round's exploratory workers
   std::vector<unsigned char> exploring_;  // 1 for them, so that the draws skip them
-  std::vector<std::pair<std::size_t, double>> recent_;  // (worker, first time), the kRecent last
-  std::size_t recent_next_ = 0;
-  std::vector<double> recent_times_;
   double credit_ = 0.0;                   // exploration budget left (model time)
   double round_overshoot_ = 0.0;          // largest exploratory time beyond its prediction
+  // (worker, first time) of the kRecent workers seen last, in a ring.
+  std::vector<std::pair<std::size_t, double>> recent_;
+  std::size_t recent_next_ = 0;
+  std::vector<double> recent_times_;  // scratch of more_unseen()
   // Pooled over workers with >= 2 samples: sum of m2 / mean^2, of log_m2, and of (count - 1).
   double pool_relative_m2_ = 0.0;
   double pool_log_m2_ = 0.0;
