@@ -12,6 +12,7 @@
 #include "ata/core/error.hpp"
 #include "ata/core/solver.hpp"
 #include "ata/sim/random.hpp"
+#include "core/checks.hpp"
 
 namespace ata::sim {
 
@@ -30,6 +31,21 @@ constexpr std::array<double, 4> kGaussWeights{0.3626837833783620, 0.313706645877
 constexpr std::size_t kMinPaths = 64;
 // The lower bound processes this many quadrature nodes at a time (bounds its memory).
 constexpr std::size_t kBoundChunk = 256;
+// The most distribution values (cached at the quadrature's nodes, or Monte Carlo sums) a
+// computation may hold: 400 MB.
+constexpr double kMaxValues = 5e7;
+
+// Throws when `values` exceeds kMaxValues, naming the cluster's size.
+void require_room(double values, std::size_t workers, std::size_t batch) {
+  if (values > kMaxValues) {
+    throw InvalidArgument("EOFTA for n = " + std::to_string(workers) +
+                          " workers and B = " + std::to_string(batch) + " tasks would hold about " +
+                          ata::detail::to_text(values) + " values of distributions (at most " +
+                          ata::detail::to_text(kMaxValues) +
+                          "): it is a yardstick for clusters of up to a few thousand workers "
+                          "and tasks");
+  }
+}
 
 // ln Gamma(x), x > 0: Lanczos (g = 7, 9 terms), relative error ~1e-15. Not std::lgamma, which
 // writes the global signgam and so is not thread-safe.
@@ -90,7 +106,7 @@ double log_gamma_p(double s, double x, double log_gamma_s) {
 class SumLaw {
  public:
   SumLaw(const TimeModel& model, std::size_t worker, std::size_t paths, std::uint64_t seed)
-      : model_(model), rng_(seed, worker), sums_(paths, 0.0) {
+      : model_(model), rng_(seed, worker), paths_(paths) {
     if (model.variance() == 0.0) {
       kind_ = Kind::constant;
       return;
@@ -225,6 +241,7 @@ class SumLaw {
 
   // The sorted sums of a draws on every path; path r's S(a + 1) is its S(a) plus one draw.
   const std::vector<double>& column(std::size_t a) {
+    if (sums_.empty()) sums_.assign(paths_, 0.0);  // only empirical laws need them
     while (columns_.size() < a) {
       for (double& s : sums_) s += model_.sample(rng_);
       columns_.push_back(sums_);
@@ -239,6 +256,7 @@ class SumLaw {
   double shape_ = 0.0;
   double scale_ = 0.0;
   Rng rng_;
+  std::size_t paths_;
   std::vector<double> sums_;
   std::vector<std::vector<double>> columns_;
 };
@@ -289,15 +307,24 @@ Quadrature make_quadrature(double bulk, double end, std::vector<double> breaks) 
 // allocation with a_i <= limit_i, with log P(S_i(a) <= t) cached per (worker, a) at its nodes.
 class Evaluator {
  public:
-  Evaluator(std::span<const TimeModel> workers, const RoundTimeOptions& options) {
+  Evaluator(std::span<const TimeModel> workers, const RoundTimeOptions& options)
+      : models_(workers), paths_(options.monte_carlo_paths) {
     laws_.reserve(workers.size());
     for (std::size_t i = 0; i < workers.size(); ++i) {
       laws_.emplace_back(workers[i], i, options.monte_carlo_paths, options.seed);
     }
   }
 
-  // A new quadrature for the allocations with a_i <= limit[i]; forgets the cached values.
-  void cover(std::span<const std::size_t> limit) {
+  // A new quadrature for the allocations with a_i <= limit[i] (of `batch` tasks); forgets the
+  // cached values. Throws ata::InvalidArgument when they would take too much memory.
+  void cover(std::span<const std::size_t> limit, std::size_t batch) {
+    double pairs = 0.0;
+    double sums = 0.0;  // Monte Carlo sums the cover generates
+    for (std::size_t i = 0; i < laws_.size(); ++i) {
+      pairs += static_cast<double>(limit[i]);
+      if (!laws_[i].exact()) sums += static_cast<double>(limit[i]) * static_cast<double>(paths_);
+    }
+    require_room(sums + pairs * 8.0 * (kBulkPanels + kTailPanels), laws_.size(), batch);
     double end = 0.0;
     double bulk = 0.0;
     for (std::size_t i = 0; i < laws_.size(); ++i) {
@@ -311,12 +338,15 @@ class Evaluator {
       for (std::size_t a = 1; a <= limit[i]; ++a) laws_[i].add_breaks(a, panel, breaks);
     }
     quadrature_ = make_quadrature(bulk, end, std::move(breaks));
+    require_room(sums + pairs * static_cast<double>(quadrature_.nodes.size()), laws_.size(), batch);
     stride_ = 1 + *std::max_element(limit.begin(), limit.end());
     cache_.clear();
   }
 
   [[nodiscard]] const Quadrature& quadrature() const noexcept { return quadrature_; }
   [[nodiscard]] SumLaw& law(std::size_t worker) { return laws_[worker]; }
+  [[nodiscard]] const TimeModel& model(std::size_t worker) const { return models_[worker]; }
+  [[nodiscard]] std::size_t paths() const noexcept { return paths_; }
 
   // log P(S_worker(a) <= t) at the nodes; all zeros for a = 0. a must be within the cover.
   [[nodiscard]] const std::vector<double>& log_cdf(std::size_t worker, std::size_t a) {
@@ -355,7 +385,9 @@ class Evaluator {
   }
 
  private:
+  std::span<const TimeModel> models_;
   std::vector<SumLaw> laws_;
+  std::size_t paths_;
   Quadrature quadrature_;
   std::size_t stride_ = 1;
   std::unordered_map<std::size_t, std::vector<double>> cache_;
@@ -377,6 +409,15 @@ void check_options(std::span<const TimeModel> workers, const RoundTimeOptions& o
 void set_limits(Evaluator& ev, const Allocation& keep, double value, std::size_t batch,
                 std::vector<std::size_t>& limit) {
   const double most = value * (1.0 + 1e-6);
+  // The Monte Carlo sums the search below generates, bounded from the laws' means (the
+  // empirical means of 4,096 sums are within a few % of them).
+  double sums = 0.0;
+  for (std::size_t i = 0; i < limit.size(); ++i) {
+    const TimeModel& model = ev.model(i);
+    if (ev.law(i).exact() || model.mean() <= 0.0) continue;
+    sums += std::min(static_cast<double>(batch), 1.1 * most / model.mean() + 1.0);
+  }
+  require_room(sums * static_cast<double>(ev.paths()), limit.size(), batch);
   for (std::size_t i = 0; i < limit.size(); ++i) {
     std::size_t a = 0;
     while (a < batch && ev.law(i).mean(a + 1) <= most) ++a;
@@ -486,7 +527,7 @@ double expected_round_time(std::span<const TimeModel> workers, const Allocation&
   }
   if (allocation.total() == 0) return 0.0;
   Evaluator ev(workers, options);
-  ev.cover(allocation.tasks());
+  ev.cover(allocation.tasks(), allocation.total());
   return ev.value(allocation);
 }
 
@@ -501,12 +542,12 @@ EoftaSolution solve_eofta(std::span<const TimeModel> workers, std::size_t batch,
   EoftaSolution result;
   const Allocation ofta = solve_min_max(means, batch);
   Evaluator ev(workers, options);
-  ev.cover(ofta.tasks());
+  ev.cover(ofta.tasks(), batch);
   // E[max_i S_i] >= max_i a_i mu_i, so an allocation with a_i mu_i above OFTA's value cannot
   // beat OFTA: that bounds every worker's tasks.
   std::vector<std::size_t> limit(n);
   set_limits(ev, ofta, ev.value(ofta), batch, limit);
-  ev.cover(limit);
+  ev.cover(limit, batch);
 
   Allocation best = ofta;
   double best_value = ev.value(ofta);

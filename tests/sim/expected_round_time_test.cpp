@@ -179,4 +179,9 @@ TEST_CASE("expected round times reject bad input", "[sim][eofta][errors]") {
   few.monte_carlo_paths = 10;
   REQUIRE_THROWS_WITH(ata::sim::solve_eofta(cluster, 3, few),
                       ContainsSubstring("monte_carlo_paths") && ContainsSubstring("10"));
+  // Too large a search is refused before it allocates.
+  const std::vector<TimeModel> large(5000, TimeModel::shifted_exponential(1.0, 1.0));
+  REQUIRE_THROWS_WITH(ata::sim::solve_eofta(large, 5000), ContainsSubstring("n = 5000") &&
+                                                              ContainsSubstring("B = 5000") &&
+                                                              ContainsSubstring("at most 5e+07"));
 }

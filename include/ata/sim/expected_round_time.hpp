@@ -40,7 +40,8 @@ struct RoundTimeOptions {
 /// support start and around steep distributions: relative error below 1e-9 for the exact laws.
 ///
 /// Throws ata::InvalidArgument if the allocation's size differs from workers.size(), workers is
-/// empty, or options.monte_carlo_paths < 64. Thread-safe (no shared state).
+/// empty, options.monte_carlo_paths < 64, or the computation would hold more than 5e7 values of
+/// distributions (400 MB). Thread-safe (no shared state).
 [[nodiscard]] double expected_round_time(std::span<const TimeModel> workers,
                                          const Allocation& allocation,
                                          const RoundTimeOptions& options = {});
@@ -82,8 +83,9 @@ struct EoftaSolution {
 /// take one more), plus the lower bound's (workers x tasks) x 2,000 distribution evaluations:
 /// ~0.1 s at n = 51, B = 23, a few seconds at n = 100, B = 300.
 ///
-/// Throws ata::InvalidArgument for batch = 0, no workers or options.monte_carlo_paths < 64.
-/// Thread-safe (no shared state).
+/// Throws ata::InvalidArgument for batch = 0, no workers, options.monte_carlo_paths < 64, or a
+/// search that would hold more than 5e7 values of distributions (400 MB; e.g. 5,000 workers of
+/// shifted exponential times and B = 5,000). Thread-safe (no shared state).
 [[nodiscard]] EoftaSolution solve_eofta(std::span<const TimeModel> workers, std::size_t batch,
                                         const RoundTimeOptions& options = {});
 
