@@ -35,6 +35,7 @@ const StrategyRun& find(const std::vector<StrategyRun>& runs, const std::string&
 nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& config,
                             const std::vector<StrategyRun>& runs) {
   const auto& ofta = find(runs, "ofta");
+  const auto& eofta = find(runs, "eofta");
   const auto& gta = find(runs, "gta");
   nlohmann::json strategies = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -43,11 +44,18 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"worker_time", r.worker_time},
                      {"wall_time_vs_ofta", r.wall_time / ofta.wall_time},
                      {"worker_time_vs_ofta", r.worker_time / ofta.worker_time},
+                     {"wall_time_vs_eofta", r.wall_time / eofta.wall_time},
                      {"wall_time_vs_gta", r.wall_time / gta.wall_time},
                      {"worker_time_vs_gta", r.worker_time / gta.worker_time},
                      {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
                      {"proxy_loss_regret", r.regret}};
     if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
+    if (r.eofta) {  // the last solution: its expected round time, OFTA's, and the lower bound
+      s["expected_round_time"] = r.eofta->expected_round_time;
+      s["ofta_expected_round_time"] = r.eofta->ofta_expected_round_time;
+      s["lower_bound"] = r.eofta->lower_bound;
+      s["exact"] = r.eofta->exact;
+    }
     strategies.push_back(s);
   }
   return {{"scenario", config.scenario.name()},
@@ -166,15 +174,17 @@ int run(const Options& o) {
   }
 
   const auto& ofta = find(runs, "ofta");
+  const auto& eofta = find(runs, "eofta");
   const auto& gta = find(runs, "gta");
   std::vector<std::string> header{"strategy", "wall time", "worker time", "wall/OFTA", "work/OFTA",
-                                  "wall/GTA", "work/GTA", "regret"};
+                                  "wall/EOFTA", "wall/GTA", "work/GTA", "regret"};
   if (o.sgd) header.emplace_back("f(x)-f*");
   ata::apps::Table table(header);
   for (const auto& r : runs) {
     std::vector<std::string> row{r.name, ata::apps::general(r.wall_time, 5), ata::apps::general(r.worker_time, 5),
                                  ratio(r.wall_time, ofta.wall_time), ratio(r.worker_time, ofta.worker_time),
-                                 ratio(r.wall_time, gta.wall_time), ratio(r.worker_time, gta.worker_time),
+                                 ratio(r.wall_time, eofta.wall_time), ratio(r.wall_time, gta.wall_time),
+                                 ratio(r.worker_time, gta.worker_time),
                                  ata::apps::general(r.regret, 4)};
     if (o.sgd) row.push_back(ata::apps::general(r.final_suboptimality.value_or(NAN), 4));
     table.add_row(std::move(row));

@@ -29,8 +29,9 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   std::string strategies;
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   app.add_option("--strategies", strategies,
-                 "comma list of gta, ofta, uta, ata, ata-e, ata-auto (no alpha or eta), pull")
-      ->check(kStrategyList);
+                 "comma list of gta, ofta, eofta (the allocation of least expected round time), "
+                 "uta, ata, ata-e, ata-auto (no alpha or eta), pull; ofta, eofta and gta always run")
+      ->check(strategy_list({"eofta"}));
   app.add_option("--alpha", o.alpha,
                  "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
       ->check(kPositiveNumber);
@@ -49,7 +50,7 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       ->check(kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(kNonEmpty);
   command_line.help = parse_arguments(app, argc, argv);
-  o.strategies = strategies_with_yardsticks(strategies);
+  o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "gta"});
   return command_line;
 }
 

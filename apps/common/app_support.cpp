@@ -136,31 +136,33 @@ std::vector<std::string> split_list(const std::string& text) {
   }
 }
 
-const CLI::Validator kStrategyList(
-    [](std::string& text) -> std::string {
-      std::string known;
-      for (const auto name : policy_names()) {
-        known += (known.empty() ? "" : ", ") + std::string(name);
-      }
-      for (const auto& item : split_list(text)) {
-        const auto names = policy_names();
-        if (std::find(names.begin(), names.end(), item) != names.end()) continue;
-        if (item.empty()) {
-          return "empty item in '" + excerpt(text) +
-                 "' (two commas in a row, or one at an end?); expected a comma list of " + known;
+CLI::Validator strategy_list(std::vector<std::string> extra) {
+  return CLI::Validator(
+      [extra](std::string& text) -> std::string {
+        std::vector<std::string> names(policy_names().begin(), policy_names().end());
+        names.insert(names.end(), extra.begin(), extra.end());
+        std::string known;
+        for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+        for (const auto& item : split_list(text)) {
+          if (std::find(names.begin(), names.end(), item) != names.end()) continue;
+          if (item.empty()) {
+            return "empty item in '" + excerpt(text) +
+                   "' (two commas in a row, or one at an end?); expected a comma list of " + known;
+          }
+          return "unknown strategy '" + excerpt(item) + "'; expected one of: " + known;
         }
-        return "unknown strategy '" + excerpt(item) + "'; expected one of: " + known;
-      }
-      return {};
-    },
-    "LIST");
+        return {};
+      },
+      "LIST");
+}
 
-std::vector<std::string> strategies_with_yardsticks(const std::string& list) {
+std::vector<std::string> strategies_with_yardsticks(const std::string& list,
+                                                    const std::vector<std::string>& yardsticks) {
   std::vector<std::string> names;
   for (auto& s : split_list(list)) {
     if (std::find(names.begin(), names.end(), s) == names.end()) names.push_back(s);
   }
-  for (const char* yardstick : {"ofta", "gta"}) {
+  for (const auto& yardstick : yardsticks) {
     if (std::find(names.begin(), names.end(), yardstick) == names.end()) {
       names.emplace_back(yardstick);
     }
@@ -210,7 +212,8 @@ void require_memory(const std::string& what, std::initializer_list<std::size_t> 
 std::string Table::render() const {
   std::vector<std::size_t> width(header_.size(), 0);
   const auto measure = [&](const std::vector<std::string>& row) {
-    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], row[c].size());
   };
   measure(header_);
   for (const auto& row : rows_) measure(row);
@@ -348,8 +351,13 @@ std::vector<fs::path> plot_figures(const fs::path& folder, const std::vector<Fig
     nlohmann::json series = nlohmann::json::array();
     for (const auto& s : f.series) series.push_back({{"label", s.label}, {"x", s.x}, {"y", s.y}});
     files.push_back(folder / f.file);
-    spec["figures"].push_back({{"file", files.back().string()}, {"title", f.title}, {"xlabel", f.xlabel},
-                               {"ylabel", f.ylabel}, {"xlog", f.xlog}, {"ylog", f.ylog}, {"series", series}});
+    spec["figures"].push_back({{"file", files.back().string()},
+                               {"title", f.title},
+                               {"xlabel", f.xlabel},
+                               {"ylabel", f.ylabel},
+                               {"xlog", f.xlog},
+                               {"ylog", f.ylog},
+                               {"series", series}});
   }
   const auto data = folder / "plot-data.json";
   write_file(data, spec.dump());
@@ -422,7 +430,8 @@ std::vector<fs::path> plot_figures(const fs::path& folder, const std::vector<Fig
   return files;
 }
 
-Progress::Progress(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1) {}
+Progress::Progress(std::string label)
+    : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1) {}
 
 Progress::~Progress() {
   if (enabled_ && last_percent_ >= 0) std::fprintf(stderr, "\r\033[K");
@@ -435,8 +444,10 @@ void Progress::update(double fraction, const std::string& detail) {
   if (percent <= last_percent_) return;  // concurrent callers may report slightly out of order
   last_percent_ = percent;
   const int filled = percent / 5;
-  std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %s", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(20 - filled), '.').c_str(), percent, detail.c_str());
+  std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %s", label_.c_str(),
+               std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(20 - filled), '.').c_str(), percent,
+               detail.c_str());
   std::fflush(stderr);
 }
 

@@ -64,15 +64,16 @@ extern const CLI::Validator kPositiveNumber;     ///< number_in(0, false)
 extern const CLI::Validator kNonNegativeNumber;  ///< number_in(0, true)
 /// A non-empty value: `--json ""` is a mistake, not a request for no output.
 extern const CLI::Validator kNonEmpty;
-/// A comma list of strategies (`--strategies`): every item a name make_policy() knows, none
-/// empty ("ata,,gta" or "," are mistakes).
-extern const CLI::Validator kStrategyList;
+/// A comma list of strategies (`--strategies`): every item a name make_policy() knows or one
+/// of `extra`, none empty ("ata,,gta" or "," are mistakes).
+[[nodiscard]] CLI::Validator strategy_list(std::vector<std::string> extra = {});
 
 /// "a,b,,c" -> {"a", "b", "", "c"}: the items of a comma list, empty ones kept.
 [[nodiscard]] std::vector<std::string> split_list(const std::string& text);
-/// The strategies of a `--strategies` list, each once, in order, then OFTA and GTA (the
-/// yardsticks every comparison reports against) when missing.
-[[nodiscard]] std::vector<std::string> strategies_with_yardsticks(const std::string& list);
+/// The strategies of a `--strategies` list, each once, in order, then the yardsticks every
+/// comparison reports against (OFTA and GTA; ata-sim adds EOFTA) when missing.
+[[nodiscard]] std::vector<std::string> strategies_with_yardsticks(
+    const std::string& list, const std::vector<std::string>& yardsticks = {"ofta", "gta"});
 
 /// The cluster `--scenario` names: a preset with `workers` workers (0: `default_workers`) whose
 /// "slowdown" strikes at `change_round`, or a JSON file, whose worker count `workers` (when not

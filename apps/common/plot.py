@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 STYLES = {
     "gta": ("tab:red", "-"),
     "ofta": ("black", "--"),
+    "eofta": ("black", ":"),
     "uta": ("tab:gray", ":"),
     "ata": ("tab:blue", "-"),
     "ata-e": ("tab:green", "-"),

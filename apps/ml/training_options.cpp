@@ -59,7 +59,7 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   app.add_option("--strategies", strategies,
                  "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull")
-      ->check(apps::kStrategyList);
+      ->check(apps::strategy_list());
   app.add_option("--alpha", o.alpha,
                  "ATA's alpha in microseconds (default: the largest mean task time)")
       ->check(apps::kPositiveNumber);

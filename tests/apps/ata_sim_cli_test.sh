@@ -26,7 +26,7 @@ expect_error "--json: must not be empty" --json ""
 expect_error "--strategies: empty item in ','" --strategies , --rounds 5
 expect_error "--strategies: empty item in 'ata,,gta'" --strategies ata,,gta
 # Work that would take hours is refused before it starts.
-expect_error "about 5e+12 task-time draws (--batch 1000000000 x --rounds 1000 x 5 strategies) is more than the limit" \
+expect_error "about 6e+12 task-time draws (--batch 1000000000 x --rounds 1000 x 6 strategies) is more than the limit" \
   --batch 1000000000
 expect_refused_before_run
 

@@ -52,11 +52,12 @@ std::string training_error(ata::ml::Method method, std::initializer_list<const c
 TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
   const auto defaults = sim({});
   CHECK(defaults.batch == 23);
-  CHECK(defaults.strategies == std::vector<std::string>{"gta", "ofta", "uta", "ata", "ata-e"});
+  CHECK(defaults.strategies ==
+        std::vector<std::string>{"gta", "ofta", "uta", "ata", "ata-e", "eofta"});
   const auto o = sim({"--strategies", "ata-e,ata,ata-e", "--rounds", "010", "--seed",
                       "18446744073709551615", "--json", "out.json"});
   CHECK(o.strategies ==
-        std::vector<std::string>{"ata-e", "ata", "ofta", "gta"});  // yardsticks added once
+        std::vector<std::string>{"ata-e", "ata", "ofta", "eofta", "gta"});  // yardsticks once
   CHECK(o.rounds == 10);  // decimal, although CLI11 alone reads a leading 0 as octal
   CHECK(o.seed == 18446744073709551615u);
   CHECK(o.json_path == "out.json");
