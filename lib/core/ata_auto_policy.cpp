@@ -103,6 +103,7 @@ AtaAutoPolicy::AtaAutoPolicy(std::size_t workers, const Options& options)
       oldest_(0),
       newest_(workers - 1),
       last_round_(workers, 0),
+      last_allocated_(workers, 0),
       probe_level_(workers, kNoProbe),
       probe_reference_(workers, {0.0, 1.0}),
       probe_sum_(workers, 0.0),
@@ -409,10 +410,12 @@ void AtaAutoPolicy::pick_explored(std::size_t batch) {
   if (!(credit_ > 0.0)) return;
   // Then the least recently observed: unseen workers (never observed, so first in the list),
   // then idle ones. A worker observed in the last round is in use, and so is every later one.
+  // So is one given tasks in the last round whose times are not in yet: when batches overlap
+  // (the runtime's load-aware rounds), rounds are allocated before earlier ones are observed.
   const std::size_t now = round();
   for (std::size_t i = oldest_; i != none && explored_.size() < limit; i = next_[i]) {
     if (workers_[i].count > 0 && last_round_[i] + 1 >= now) break;
-    if (exploring_[i]) continue;
+    if (exploring_[i] || (workers_[i].count > 0 && last_allocated_[i] + 1 >= now)) continue;
     explored_.push_back(i);
     exploring_[i] = 1;
   }
@@ -431,6 +434,7 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
   // so they are kept in a bounded max-heap of (draw, index), and only they are exponentiated.
   const std::size_t m = std::min(tasks, available);
   const double pool = pooled_cv2();
+  const auto queued = backlog();
   const double far2 = kFar * kFar;
   const double tail = far_tail();
   std::uint64_t state = random_state_;  // a local copy: the loop's stores cannot alias it
@@ -451,7 +455,9 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
     } else {
       z = detail::standard_normal(state);
     }
-    const double draw = centre + std::sqrt(variance) * z;
+    // Load-aware rounds rank a worker by the time its next task would end, behind its backlog.
+    const double draw =
+        centre + std::sqrt(variance) * z + (queued.empty() ? 0.0 : std::log1p(queued[i]));
     if (heap_.size() < m) {
       heap_.emplace_back(draw, i);
       std::push_heap(heap_.begin(), heap_.end());
@@ -472,10 +478,16 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
   candidate_means_.resize(heap_.size());
   candidate_cv2_.resize(heap_.size());
   candidate_caps_.resize(heap_.size());
+  candidate_backlog_.resize(queued.empty() ? 0 : heap_.size());
   for (std::size_t j = 0; j < heap_.size(); ++j) {
     const std::size_t i = heap_[j].second;
     const auto count = static_cast<double>(workers_[i].count);
-    candidate_means_[j] = std::exp(heap_[j].first);
+    if (queued.empty()) {
+      candidate_means_[j] = std::exp(heap_[j].first);
+    } else {
+      candidate_means_[j] = std::exp(heap_[j].first - std::log1p(queued[i]));
+      candidate_backlog_[j] = queued[i];
+    }
     candidate_cv2_[j] = (pool_weight_[i] * pool + own_[i]) * count * per_scale2;
     candidate_caps_[j] = kRamp * workers_[i].count;
   }
@@ -485,7 +497,7 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
 double AtaAutoPolicy::replan(std::size_t tasks) {
   if (heap_.empty()) return 0.0;
   return allocator_->solve(candidate_means_, candidate_cv2_, candidate_caps_, tasks,
-                           candidate_tasks_);
+                           candidate_tasks_, candidate_backlog_);
 }
 
 void AtaAutoPolicy::commit(std::size_t tasks, Allocation& out) {
@@ -494,7 +506,10 @@ void AtaAutoPolicy::commit(std::size_t tasks, Allocation& out) {
     return;
   }
   for (std::size_t j = 0; j < heap_.size(); ++j) {
-    if (candidate_tasks_[j] > 0) out.add(heap_[j].second, candidate_tasks_[j]);
+    if (candidate_tasks_[j] > 0) {
+      out.add(heap_[j].second, candidate_tasks_[j]);
+      last_allocated_[heap_[j].second] = round();
+    }
   }
 }
 

@@ -15,8 +15,8 @@ namespace {
 constexpr double kGumbelMeanLevel = 0.5703760182828;
 
 // The quantile used for a sum of `tasks` times: see RoundTimeAllocator.
-double level(double mean, double cv2, std::size_t tasks, double z) noexcept {
-  const double a = static_cast<double>(tasks);
+double level(double mean, double cv2, double tasks, double z) noexcept {
+  const double a = tasks;
   const double h = cv2 / (9.0 * a);
   const double x = 1.0 - h + z * std::sqrt(h);
   return a * mean * std::max(x * x * x, 1.0);
@@ -81,7 +81,8 @@ double RoundTimeAllocator::pass(std::size_t batch, std::size_t m, std::vector<st
   const std::size_t c = means_.size();
   const double z = score(m);
   const auto next_level = [&](std::size_t j, std::size_t a) {
-    return a > caps_[j] ? std::numeric_limits<double>::infinity() : level(means_[j], cv2_[j], a, z);
+    return a > caps_[j] ? std::numeric_limits<double>::infinity()
+                        : level(means_[j], cv2_[j], queued(j, a), z);
   };
   tasks.assign(c, 0);
   heap_.resize(c);
@@ -102,18 +103,19 @@ double RoundTimeAllocator::pass(std::size_t batch, std::size_t m, std::vector<st
   for (std::size_t j = 0; j < c; ++j) {
     if (tasks[j] == 0) continue;
     // One worker alone: the round time is its sum's mean.
-    worst = std::max(worst, used >= 2 ? level(means_[j], cv2_[j], tasks[j], z_used)
-                                      : static_cast<double>(tasks[j]) * means_[j]);
+    worst = std::max(worst, used >= 2 ? level(means_[j], cv2_[j], queued(j, tasks[j]), z_used)
+                                      : queued(j, tasks[j]) * means_[j]);
   }
   return worst;
 }
 
 double RoundTimeAllocator::solve(std::span<const double> means, std::span<const double> cv2,
                                  std::span<const std::size_t> caps, std::size_t batch,
-                                 std::vector<std::size_t>& tasks) {
+                                 std::vector<std::size_t>& tasks, std::span<const double> backlog) {
   const std::size_t c = means.size();
   means_ = means;
   cv2_ = cv2;
+  backlog_ = backlog;
   std::size_t room = 0;
   for (const std::size_t cap : caps) room += std::min(cap, batch);
   unlimited_.assign(c, batch);
@@ -122,12 +124,15 @@ double RoundTimeAllocator::solve(std::span<const double> means, std::span<const 
   double best = std::numeric_limits<double>::infinity();
   std::size_t fastest = c;
   for (std::size_t j = 0; j < c; ++j) {
-    if (caps_[j] >= batch && (fastest == c || means[j] < means[fastest])) fastest = j;
+    if (caps_[j] >= batch &&
+        (fastest == c || queued(j, batch) * means[j] < queued(fastest, batch) * means[fastest])) {
+      fastest = j;
+    }
   }
   if (fastest < c) {
     tasks.assign(c, 0);
     tasks[fastest] = batch;
-    best = static_cast<double>(batch) * means[fastest];
+    best = queued(fastest, batch) * means[fastest];
   }
   const std::size_t most = std::min(batch, c);
   if (most < 2) return best;

@@ -40,17 +40,24 @@ class RoundTimeAllocator {
   /// tasks[j] (resized to means.size()) receives candidate j's tasks; returns the predicted
   /// round time (the largest quantile). means >= 0, cv2 >= 0, batch >= 1, at least one
   /// candidate (unchecked: the caller's invariants).
+  /// With a `backlog` (tasks candidate j must finish first; empty: none), candidate j's time
+  /// is that of backlog[j] + a_j tasks: the load-aware allocation of overlapping batches.
   double solve(std::span<const double> means, std::span<const double> cv2,
                std::span<const std::size_t> caps, std::size_t batch,
-               std::vector<std::size_t>& tasks);
+               std::vector<std::size_t>& tasks, std::span<const double> backlog = {});
 
  private:
   double pass(std::size_t batch, std::size_t m, std::vector<std::size_t>& tasks);
   double score(std::size_t m);  // balanced_max_score(m), remembered
+  // Tasks candidate j runs with `a` of this batch: its backlog first.
+  [[nodiscard]] double queued(std::size_t j, std::size_t a) const noexcept {
+    return backlog_.empty() ? static_cast<double>(a) : backlog_[j] + static_cast<double>(a);
+  }
 
   std::span<const double> means_;
   std::span<const double> cv2_;
   std::span<const std::size_t> caps_;
+  std::span<const double> backlog_;
 
   std::size_t last_m_ = 0;
   std::vector<std::pair<double, std::size_t>> heap_;

@@ -213,6 +213,7 @@ class AtaAutoPolicy final : public Policy {
   std::size_t oldest_;
   std::size_t newest_;
   std::vector<std::size_t> last_round_;  // round of each worker's last observation (0: never)
+  std::vector<std::size_t> last_allocated_;  // last round that planned tasks for it (0: never)
   // The predicted round time of a worker's outstanding exploratory task (negative: none).
   std::vector<double> probe_level_;
   // A probed idle worker's sequential test: the log-mean and standard deviation of its history
@@ -239,6 +240,7 @@ class AtaAutoPolicy final : public Policy {
   std::vector<double> candidate_means_;
   std::vector<double> candidate_cv2_;
   std::vector<std::size_t> candidate_caps_;
+  std::vector<double> candidate_backlog_;  // load-aware rounds: each candidate's backlog
   std::vector<std::size_t> candidate_tasks_;
   std::unique_ptr<detail::RoundTimeAllocator> allocator_;
   RoundRobinSpread spread_;
