@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_exception.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
@@ -122,10 +123,27 @@ TEST_CASE("solver keeps its invariants on large random cases", "[core][solver][p
 }
 
 TEST_CASE("solver survives extreme score ranges", "[core][solver]") {
-  // 1/s overflows for the tiny score: the level falls to 0 and the heap places every task.
   const std::vector<double> scores{1e-310, 1.0, 1e300};
   const Allocation a = ata::solve_min_max(scores, 5);
   CHECK(as_vector(a) == std::vector<std::size_t>{5, 0, 0});
+}
+
+// Found by fuzz/fuzz_solver (fuzz/regressions/fuzz_solver/): sum(1/s_i) overflowed for
+// subnormal scores, so the heap placed every task one by one; a level above the largest double
+// was converted to an integer (undefined behaviour).
+TEST_CASE("solver places huge batches at once for subnormal and huge scores", "[core][solver]") {
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  CHECK(as_vector(ata::solve_min_max(std::vector<double>{tiny, 3 * tiny}, 4'000'000'000'000'000)) ==
+        std::vector<std::size_t>{3'000'000'000'000'000, 1'000'000'000'000'000});
+  // j 2^996 is finite for j < 2^28 and 3 j 2^996 for j <= 89478485; every later cost is
+  // infinity, a tie the greedy breaks by index, so worker 0 takes the rest.
+  const double huge = std::ldexp(1.0, 996);
+  CHECK(as_vector(ata::solve_min_max(std::vector<double>{huge, 3 * huge}, 1'000'000'000)) ==
+        std::vector<std::size_t>{910'521'515, 89'478'485});
+  // Near 2^64 the rounded counts summed past 2^64 and wrapped, leaving ~B tasks to the heap.
+  const std::size_t near_max = std::numeric_limits<std::size_t>::max() - 255;
+  CHECK(ata::solve_min_max(std::vector<double>{1.2655e-319, 9.63e-321}, near_max).total() ==
+        near_max);
 }
 
 TEST_CASE("solver rejects bad input with a message naming the value", "[core][solver][errors]") {
