@@ -4,8 +4,15 @@
 // input. A missing path is an error, and so is finding no input at all, so a wrong path cannot
 // make the test pass without running anything.
 //
+// As scripts/fuzz runs libFuzzer with a memory limit, an input that needs gigabytes is a finding
+// here too: past 4 GiB of address space an allocation throws std::bad_alloc, which the targets
+// report; under ASan, which reserves terabytes of address space, ASan reports any single
+// allocation over 2 GiB.
+//
 //   fuzz_solver_replay fuzz/corpus/fuzz_solver fuzz/regressions/fuzz_solver
 //   fuzz_solver_replay crash-0123abcd
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -19,9 +26,37 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ATA_FUZZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATA_FUZZ_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define ATA_FUZZ_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ATA_FUZZ_TSAN 1
+#endif
+#endif
+
+#ifdef ATA_FUZZ_ASAN
+// Read by ASan at start-up; ASAN_OPTIONS can override it.
+extern "C" const char* __asan_default_options() { return "max_allocation_size_mb=2048"; }
+#endif
+
 namespace {
 
 namespace fs = std::filesystem;
+
+void limit_memory() {
+#if !defined(ATA_FUZZ_ASAN) && !defined(ATA_FUZZ_TSAN)
+  constexpr rlim_t kAddressSpace = rlim_t{4} << 30;
+  const rlimit limit{kAddressSpace, kAddressSpace};
+  setrlimit(RLIMIT_AS, &limit);
+#endif
+}
 
 // The files to replay for one argument; nothing, with a message, if it cannot be read.
 std::optional<std::vector<fs::path>> inputs_of(const char* program, const fs::path& path) {
@@ -53,6 +88,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FILE_OR_FOLDER...\n", argv[0]);
     return 2;
   }
+  limit_memory();
   std::size_t replayed = 0;
   for (int arg = 1; arg < argc; ++arg) {
     const std::optional<std::vector<fs::path>> files = inputs_of(argv[0], argv[arg]);
