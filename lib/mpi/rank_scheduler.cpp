@@ -178,10 +178,7 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   state_->lost.assign(state_->workers, false);
 }
 
-RankScheduler::~RankScheduler() {
-  if (!state_->shut_down) shutdown();
-  delete state_;
-}
+RankScheduler::~RankScheduler() { delete state_; }
 
 std::size_t RankScheduler::workers() const noexcept { return state_->workers; }
 
@@ -270,10 +267,6 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       heard[w] = last_progress;
       wire::Reader in(s.inbox);
       const std::uint64_t round = in.u64();
-      if (status->MPI_TAG == wire::kFailure) {
-        throw Error("rank " + std::to_string(w + 1) + " failed in round " + std::to_string(round) +
-                    ": " + in.text());
-      }
       if (s.lost[w]) {
         s.mark(w, RankEvent::Kind::back, out.events);
         if (greedy && !started[w]) {  // it joins the round
@@ -284,6 +277,10 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       if (round != s.round) {
         ++out.late_answers;
         continue;
+      }
+      if (status->MPI_TAG == wire::kFailure) {
+        throw Error("rank " + std::to_string(w + 1) + " failed in round " + std::to_string(round) +
+                    ": " + in.text());
       }
       std::vector<std::size_t> answered;
       while (!in.at_end()) {

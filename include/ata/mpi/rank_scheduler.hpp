@@ -80,6 +80,9 @@ struct RankBatch {
 /// its unfinished tasks are re-run on live ranks, and the rank gets no share (the policy's
 /// allocation of it is moved to live ranks) until it answers again. No collective is used.
 ///
+/// Several schedulers may drive the same worker ranks one after another (rounds of each
+/// start at 1, so a rank still lost under one should not be driven by the next).
+///
 /// Only on rank 0; one thread at a time; holds policy.mutex() around every policy call.
 class RankScheduler {
  public:
@@ -88,7 +91,8 @@ class RankScheduler {
   RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options = {});
   RankScheduler(const RankScheduler&) = delete;
   RankScheduler& operator=(const RankScheduler&) = delete;
-  /// Calls shutdown() if it was not called.
+  /// Leaves the worker ranks serving: another scheduler (another policy) may drive them next;
+  /// the last one calls shutdown().
   ~RankScheduler();
 
   /// Runs `batch` tasks of the registered function `task` on `input`. Throws
