@@ -109,7 +109,9 @@ struct RankScheduler::State {
       std::size_t best = workers;
       for (std::size_t w = 0; w < workers; ++w) {
         if (lost[w]) continue;
-        const auto finish = [&](std::size_t v) { return static_cast<double>(load[v] + 1) * mean[v]; };
+        const auto finish = [&](std::size_t v) {
+          return static_cast<double>(load[v] + 1) * mean[v];
+        };
         if (best == workers || finish(w) < finish(best)) best = w;
       }
       out[best].push_back(number);
@@ -146,8 +148,7 @@ struct RankScheduler::State {
   }
 };
 
-RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
-    : state_(nullptr) {
+RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options) : state_(nullptr) {
   int rank = 0;
   int size = 0;
   MPI_Comm_rank(comm, &rank);
@@ -155,7 +156,8 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   if (rank != 0) {
     throw InvalidArgument("RankScheduler runs on rank 0, not on rank " + std::to_string(rank));
   }
-  if (size < 2) throw InvalidArgument("RankScheduler needs at least 2 ranks, got " + std::to_string(size));
+  if (size < 2)
+    throw InvalidArgument("RankScheduler needs at least 2 ranks, got " + std::to_string(size));
   if (policy.workers() != static_cast<std::size_t>(size - 1)) {
     throw InvalidArgument("the policy has " + std::to_string(policy.workers()) +
                           " workers, but the communicator has " + std::to_string(size - 1) +
@@ -167,8 +169,9 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   }
   if (!(options.deadline_factor > 0.0) || options.deadline_floor < nanoseconds{0} ||
       options.first_deadline <= nanoseconds{0} || options.give_up_after <= nanoseconds{0}) {
-    throw InvalidArgument("rank options need deadline_factor > 0, deadline_floor >= 0, "
-                          "first_deadline > 0 and give_up_after > 0");
+    throw InvalidArgument(
+        "rank options need deadline_factor > 0, deadline_floor >= 0, "
+        "first_deadline > 0 and give_up_after > 0");
   }
   state_ = new State;
   state_->comm = comm;
@@ -210,8 +213,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::vector<std::size_t> accepted_on(batch, n);
   std::vector<nanoseconds> accepted_time(batch);
   std::size_t finished = 0;
-  std::vector<Share> shares;          // allocated mode: outstanding shares
+  std::vector<Share> shares;            // allocated mode: outstanding shares
   std::vector<bool> started(n, false);  // greedy mode: ranks computing this round
+  std::vector<Clock::time_point> started_at(n, start);
   std::vector<Clock::time_point> heard(n, start);
 
   if (greedy) {
@@ -271,6 +275,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         s.mark(w, RankEvent::Kind::back, out.events);
         if (greedy && !started[w]) {  // it joins the round
           started[w] = true;
+          started_at[w] = Clock::now();
           s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
         }
       }
@@ -330,10 +335,11 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       for (std::size_t w = 0; w < n; ++w) {
         if (!started[w] || s.lost[w]) continue;
         const auto mean = s.expected_task_seconds(w);
-        const auto allowed = mean ? s.options.deadline_floor +
-                                        std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(s.options.deadline_factor * *mean))
-                                  : Clock::duration(s.options.first_deadline);
+        const auto allowed =
+            mean ? s.options.deadline_floor +
+                       std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(s.options.deadline_factor * *mean))
+                 : Clock::duration(s.options.first_deadline);
         if (now - heard[w] > allowed) s.mark(w, RankEvent::Kind::lost, out.events);
       }
     }
@@ -359,11 +365,12 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       for (std::size_t w = 0; w < n; ++w) {
         if (s.lost[w]) which += (which.empty() ? "" : ", ") + std::to_string(w + 1);
       }
-      throw Error("no worker rank answered for " +
-                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                     s.options.give_up_after).count()) +
-                  " s in round " + std::to_string(s.round) + " (lost ranks: " +
-                  (which.empty() ? "none" : which) + ")");
+      throw Error(
+          "no worker rank answered for " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(s.options.give_up_after).count()) +
+          " s in round " + std::to_string(s.round) +
+          " (lost ranks: " + (which.empty() ? "none" : which) + ")");
     }
     // Poll hot for a moment, then sleep briefly: the root must not take a worker's core.
     if (++idle_polls < 200) {
@@ -373,8 +380,13 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     }
   }
   if (greedy) {
+    // A greedy rank computes from its start until the stop: its running task's time is spent
+    // although its result never comes, so that whole span counts as busy.
+    const auto stopped = Clock::now();
     for (std::size_t w = 0; w < n; ++w) {
       if (!started[w] || s.lost[w]) continue;
+      report.busy[w] = std::max(report.busy[w],
+                                std::chrono::duration_cast<nanoseconds>(stopped - started_at[w]));
       wire::Writer stop;
       stop.u64(s.round);
       s.send(w, wire::kStop, std::move(stop.buffer()));

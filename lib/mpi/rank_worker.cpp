@@ -16,6 +16,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// An idle worker polls this many times, then sleeps this long between polls.
+constexpr std::size_t kHotPolls = 200;
+constexpr auto kIdleSleep = std::chrono::microseconds(50);
+
 bool message_waiting(MPI_Comm comm) {
   int flag = 0;
   MPI_Iprobe(0, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
@@ -127,7 +131,19 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOp
   for (;;) {
     MPI_Message message;
     MPI_Status status;
-    MPI_Mprobe(0, MPI_ANY_TAG, comm, &message, &status);
+    // Open MPI's blocking probe spins on the CPU: with more ranks than cores, idle workers
+    // would take the cores of busy ones. Poll, yielding, then sleep between polls (as the
+    // thread pool's idle workers do).
+    int found = 0;
+    for (std::size_t polls = 0;; ++polls) {
+      MPI_Improbe(0, MPI_ANY_TAG, comm, &found, &message, &status);
+      if (found) break;
+      if (polls < kHotPolls) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(kIdleSleep);
+      }
+    }
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
     buffer.resize(static_cast<std::size_t>(count));

@@ -29,8 +29,7 @@ Bytes to_bytes(std::span<const double> values) {
 
 std::vector<double> read_doubles(std::span<const std::byte> bytes) {
   if (bytes.size() % sizeof(double) != 0) {
-    throw InvalidArgument("expected whole doubles, got " + std::to_string(bytes.size()) +
-                          " bytes");
+    throw InvalidArgument("expected whole doubles, got " + std::to_string(bytes.size()) + " bytes");
   }
   std::vector<double> out(bytes.size() / sizeof(double));
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());

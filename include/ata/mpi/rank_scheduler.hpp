@@ -73,7 +73,9 @@ struct RankBatch {
 /// observes. Greedy mode (Dispatch::greedy): every live rank computes tasks until B results are
 /// in, sending each as it finishes; then the root sends a stop, a rank drops its running task,
 /// and any result still on its way is discarded by round number (TaskRecord::accepted = false
-/// when it arrives before the batch ends, counted in late_answers after). Pull mode is refused.
+/// when it arrives before the batch ends, counted in late_answers after). A greedy rank is
+/// busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
+/// stopped task ends. Pull mode is refused.
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
