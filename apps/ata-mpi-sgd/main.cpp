@@ -54,8 +54,8 @@ void check_cluster(const ml::TrainingConfig& config) {
   }
 }
 
-// Ranks lost when a strategy ended: the next strategy's scheduler finds them again by deadline.
-bool g_rank_lost = false;
+// Workers lost when a strategy ended: the next strategy's scheduler starts without them.
+std::vector<std::size_t> g_lost_workers;
 
 ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingConfig& config,
                                std::string_view strategy,
@@ -64,7 +64,9 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   policy_options.means = ml::true_means_seconds(config);
   policy_options.seed = config.seed;
   const auto policy = make_policy(strategy, worker_ranks(), policy_options);
-  mpi::RankScheduler root(MPI_COMM_WORLD, *policy);
+  mpi::RankOptions rank_options;
+  rank_options.lost_workers = g_lost_workers;
+  mpi::RankScheduler root(MPI_COMM_WORLD, *policy, rank_options);
 
   ml::TrainingRun run;
   run.name = std::string(strategy);
@@ -107,7 +109,10 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
       break;
     }
   }
-  for (std::size_t w = 0; w < root.workers(); ++w) g_rank_lost = g_rank_lost || root.lost(w);
+  g_lost_workers.clear();
+  for (std::size_t w = 0; w < root.workers(); ++w) {
+    if (root.lost(w)) g_lost_workers.push_back(w);
+  }
   run.overhead_share = run.wall_seconds > 0.0 ? overhead / run.wall_seconds : 0.0;
   return run;
 }
@@ -131,8 +136,10 @@ int root_main(int argc, char** argv) {
   });
   if (worker_ranks() > 0) {
     const auto uniform = make_policy("uta", worker_ranks());
-    const bool lost = mpi::RankScheduler(MPI_COMM_WORLD, *uniform).shutdown();
-    mpi::finish(lost || g_rank_lost, code);
+    mpi::RankOptions rank_options;
+    rank_options.lost_workers = g_lost_workers;
+    const bool lost = mpi::RankScheduler(MPI_COMM_WORLD, *uniform, rank_options).shutdown();
+    mpi::finish(lost, code);
   } else {
     mpi::finish(false);
   }

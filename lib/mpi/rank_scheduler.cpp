@@ -44,6 +44,7 @@ struct RankScheduler::State {
   bool shut_down = false;
   Clock::time_point born = Clock::now();
   std::vector<bool> lost;
+  std::vector<Clock::time_point> heard;  // the last message from each rank
   std::vector<RankEvent> events;
   std::list<Outgoing> outgoing;
   Bytes inbox;
@@ -179,6 +180,14 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   state_->options = options;
   state_->workers = static_cast<std::size_t>(size - 1);
   state_->lost.assign(state_->workers, false);
+  state_->heard.assign(state_->workers, state_->born);
+  for (const std::size_t w : options.lost_workers) {
+    if (w >= state_->workers) {
+      throw InvalidArgument("lost worker " + std::to_string(w) + " out of range (" +
+                            std::to_string(state_->workers) + " workers)");
+    }
+    state_->lost[w] = true;
+  }
 }
 
 RankScheduler::~RankScheduler() { delete state_; }
@@ -216,9 +225,11 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::vector<Share> shares;            // allocated mode: outstanding shares
   std::vector<bool> started(n, false);  // greedy mode: ranks computing this round
   std::vector<Clock::time_point> started_at(n, start);
-  std::vector<Clock::time_point> heard(n, start);
 
   if (greedy) {
+    // A greedy rank answers at least once per round (a result or its stop), so silence since
+    // the last message, across rounds, is what makes it overdue.
+    if (s.round == 0) s.heard.assign(n, start);
     s.round += 1;
     report.round = s.round;
     for (std::size_t w = 0; w < n; ++w) {
@@ -268,7 +279,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       idle_polls = 0;
       last_progress = Clock::now();
       const std::size_t w = static_cast<std::size_t>(status->MPI_SOURCE) - 1;
-      heard[w] = last_progress;
+      s.heard[w] = last_progress;
       wire::Reader in(s.inbox);
       const std::uint64_t round = in.u64();
       if (s.lost[w]) {
@@ -279,6 +290,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
         }
       }
+      if (status->MPI_TAG == wire::kStopped) continue;
       if (round != s.round) {
         ++out.late_answers;
         continue;
@@ -340,7 +352,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
                        std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(s.options.deadline_factor * *mean))
                  : Clock::duration(s.options.first_deadline);
-        if (now - heard[w] > allowed) s.mark(w, RankEvent::Kind::lost, out.events);
+        if (now - s.heard[w] > allowed) {
+          s.mark(w, RankEvent::Kind::lost, out.events);
+        }
       }
     }
     overdue_tasks.insert(overdue_tasks.end(), unassigned.begin(), unassigned.end());

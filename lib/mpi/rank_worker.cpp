@@ -95,9 +95,14 @@ class Worker {
       for (std::uint64_t number = w.numbers.at(0); !message_waiting(comm_); number += w.stride) {
         wire::Writer one;
         one.u64(w.round);
-        if (!run_one(w, f, number, one)) return;
+        if (!run_one(w, f, number, one)) break;
         send(one, wire::kResults);
       }
+      // Tells the root this rank is alive although its last task was dropped: a slow rank
+      // may finish no task in a short greedy round.
+      wire::Writer stopped;
+      stopped.u64(w.round);
+      send(stopped, wire::kStopped);
     } catch (const std::exception& e) {
       wire::Writer failure;
       failure.u64(w.round);

@@ -4,7 +4,7 @@
 // root -> worker: kWork (round, greedy?, stride, task name, task numbers, input), kStop (round:
 // a greedy round has its B results), kShutdown (whether a rank was lost).
 // worker -> root: kResults (round, then per task: number, nanoseconds, result bytes),
-// kFailure (round, message).
+// kFailure (round, message), kStopped (round: a greedy round ended here; the rank is alive).
 
 #include <cstdint>
 #include <cstring>
@@ -16,7 +16,7 @@
 
 namespace ata::mpi::wire {
 
-enum Tag : int { kWork = 1, kStop = 2, kShutdown = 3, kResults = 4, kFailure = 5 };
+enum Tag : int { kWork = 1, kStop = 2, kShutdown = 3, kResults = 4, kFailure = 5, kStopped = 6 };
 
 class Writer {
  public:

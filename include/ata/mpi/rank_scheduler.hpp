@@ -28,6 +28,9 @@ struct RankOptions {
   /// A batch fails with ata::Error when no rank has answered for this long while it waits
   /// (every rank stalled or dead): a run never hangs.
   std::chrono::nanoseconds give_up_after = std::chrono::seconds(30);
+  /// Workers (rank - 1) already known lost, e.g. by the scheduler before this one: they get no
+  /// share until they answer.
+  std::vector<std::size_t> lost_workers;
 };
 
 /// A rank lost (overdue) or back (it answered again), as the batch report lists them.
@@ -89,7 +92,8 @@ struct RankBatch {
 class RankScheduler {
  public:
   /// Throws ata::InvalidArgument unless called on rank 0 of a communicator of at least 2 ranks
-  /// whose worker count (size - 1) equals policy.workers(), or for a pull policy.
+  /// whose worker count (size - 1) equals policy.workers(), for a pull policy, and for options
+  /// out of range (a factor or a time not positive, a lost worker out of range).
   RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options = {});
   RankScheduler(const RankScheduler&) = delete;
   RankScheduler& operator=(const RankScheduler&) = delete;
