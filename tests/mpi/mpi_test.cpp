@@ -56,6 +56,14 @@ ata::mpi::TaskRegistry registry() {
   return tasks;
 }
 
+// For the tests without faults: a rank descheduled for a while on a loaded machine (CTest runs
+// tests in parallel) must not count as lost.
+ata::mpi::RankOptions patient() {
+  ata::mpi::RankOptions o;
+  o.deadline_floor = std::chrono::seconds(2);
+  return o;
+}
+
 double value(const ata::mpi::Bytes& b) { return ata::mpi::read_doubles(b).at(0); }
 
 std::size_t accepted(const ata::runtime::RoundReport& r) {
@@ -87,7 +95,7 @@ std::vector<pid_t> worker_pids() {
 
 TEST_CASE("every allocated round returns exactly B results, by task", "[mpi]") {
   const auto ata = policy("ata");
-  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata, patient());
   for (std::size_t round = 1; round <= 20; ++round) {
     const auto batch = root.run(7, "number", {});
     REQUIRE(batch.results.size() == 7);
@@ -101,7 +109,7 @@ TEST_CASE("every allocated round returns exactly B results, by task", "[mpi]") {
 
 TEST_CASE("greedy rounds keep the first B results and discard the surplus", "[mpi]") {
   const auto gta = policy("gta");
-  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *gta);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *gta, patient());
   std::size_t surplus = 0;
   std::size_t late = 0;
   for (std::size_t round = 1; round <= 20; ++round) {
@@ -126,7 +134,7 @@ TEST_CASE("greedy rounds keep the first B results and discard the surplus", "[mp
 TEST_CASE("the learned means match the slept preset", "[mpi]") {
   // UTA gives every rank the same share, so each gets the same number of observations.
   const auto uta = policy("uta");
-  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta, patient());
   for (int round = 0; round < 40; ++round) (void)root.run(6, "number", {});
   const auto truth = true_means();
   for (std::size_t w = 0; w < kWorkers; ++w) {
@@ -145,7 +153,7 @@ TEST_CASE("allocations equal the thread runtime's where they do not depend on ti
   for (const std::string name : {"ofta", "uta", "ata"}) {
     const auto on_ranks = policy(name);
     const auto on_threads = policy(name);
-    ata::mpi::RankScheduler root(MPI_COMM_WORLD, *on_ranks);
+    ata::mpi::RankScheduler root(MPI_COMM_WORLD, *on_ranks, patient());
     ata::runtime::BatchScheduler threads(pool, *on_threads);
     const int rounds = name == "ata" ? 1 : 10;
     for (int k = 0; k < rounds; ++k) {
