@@ -132,7 +132,7 @@ int root_main(int argc, char** argv) {
       return 0;
     }
     check_cluster(ml::make_training_config(*o, ml::Method::sgd));
-    return ml::run_training(*o, ml::Method::sgd, kProgram, train_on_ranks);
+    return ml::run_training(*o, ml::Method::sgd, kProgram, train_on_ranks, "worker ranks");
   });
   if (worker_ranks() > 0) {
     const auto uniform = make_policy("uta", worker_ranks());

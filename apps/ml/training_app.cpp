@@ -47,7 +47,8 @@ const TrainingRun& find(const std::vector<TrainingRun>& runs, const std::string&
 
 std::string ratio(double a, double b) { return b > 0.0 ? apps::fixed(a / b, 2) : "-"; }
 
-int run(const Options& o, Method method, const char* program, const Trainer& trainer) {
+int run(const Options& o, Method method, const char* program, const Trainer& trainer,
+        const char* worker_kind) {
   // Outputs first: a path that cannot be written fails now, not after the run.
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
@@ -69,8 +70,8 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   std::printf("  %s, f* = %.6g, target: f - f* <= %.3g (%g of the initial gap)\n",
               method == Method::sgd ? "minibatch SGD" : "minibatch stochastic proximal point",
               problem->optimal_loss(), o.target_gap * initial_gap, o.target_gap);
-  std::printf("  workers: %zu threads, scenario %s, 1 model unit = %g us of %s; B = %zu, step %g, at most %zu rounds, seed %llu\n",
-              config.scenario.workers(), config.scenario.name().c_str(), o.unit_us, o.burn ? "busy spinning" : "sleep",
+  std::printf("  workers: %zu %s, scenario %s, 1 model unit = %g us of %s; B = %zu, step %g, at most %zu rounds, seed %llu\n",
+              config.scenario.workers(), worker_kind, config.scenario.name().c_str(), o.unit_us, o.burn ? "busy spinning" : "sleep",
               config.batch, config.step, config.max_rounds, static_cast<unsigned long long>(o.seed));
 
   std::vector<TrainingRun> runs;
@@ -210,13 +211,13 @@ int training_main(int argc, char** argv, Method method) {
       std::fputs(command_line.help->c_str(), stdout);
       return 0;
     }
-    return run(command_line.options, method, program, train);
+    return run(command_line.options, method, program, train, "threads");
   });
 }
 
 int run_training(const TrainingOptions& options, Method method, const char* program,
-                 const Trainer& trainer) {
-  return run(options, method, program, trainer);
+                 const Trainer& trainer, const char* worker_kind) {
+  return run(options, method, program, trainer, worker_kind);
 }
 
 }  // namespace ata::ml

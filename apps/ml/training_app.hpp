@@ -20,9 +20,10 @@ using Trainer = std::function<TrainingRun(const Problem&, const TrainingConfig&,
                                           const std::function<void(std::size_t)>&)>;
 
 /// As training_main() after parsing: trains every strategy of `options` with `trainer`,
-/// prints the comparison and writes the files. Throws as training_main() reports.
+/// prints the comparison (the workers called `worker_kind`, e.g. "ranks") and writes the
+/// files. Throws as training_main() reports.
 int run_training(const TrainingOptions& options, Method method, const char* program,
-                 const Trainer& trainer);
+                 const Trainer& trainer, const char* worker_kind);
 /// The problem of the command line (the data loaded or generated, f* computed).
 [[nodiscard]] std::unique_ptr<Problem> make_training_problem(const TrainingOptions& options,
                                                              const char* program);

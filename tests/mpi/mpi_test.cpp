@@ -191,6 +191,57 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *pull), ata::InvalidArgument);
 }
 
+TEST_CASE("task registry and byte helpers refuse bad input", "[mpi][errors]") {
+  ata::mpi::TaskRegistry tasks;
+  const auto one = [](const ata::mpi::TaskInput&) { return ata::mpi::Bytes{}; };
+  REQUIRE_THROWS_AS(tasks.add("", one), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(tasks.add("empty", ata::mpi::TaskFunction{}), ata::InvalidArgument);
+  tasks.add("one", one);
+  REQUIRE_THROWS_AS(tasks.add("one", one), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(tasks.find("two"), ata::InvalidArgument);
+  REQUIRE(tasks.contains("one"));
+  const std::vector<double> xs{1.5, -2.0};
+  REQUIRE(ata::mpi::read_doubles(ata::mpi::to_bytes(xs)) == xs);
+  REQUIRE_THROWS_AS(ata::mpi::read_doubles(ata::mpi::Bytes(5)), ata::InvalidArgument);
+  const auto uta = policy("uta");
+  ata::mpi::RankOptions bad;
+  bad.lost_workers = {kWorkers};
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *uta, bad), ata::InvalidArgument);
+  bad = {};
+  bad.deadline_factor = 0.0;
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *uta, bad), ata::InvalidArgument);
+}
+
+TEST_CASE("with every rank stopped a batch gives up with a clear error", "[mpi][stop]") {
+  const auto pids = worker_pids();
+  const auto uta = policy("uta");
+  ata::mpi::RankOptions quick;
+  quick.first_deadline = std::chrono::milliseconds(300);
+  quick.give_up_after = std::chrono::seconds(1);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta, quick);
+  for (const pid_t pid : pids) REQUIRE(::kill(pid, SIGSTOP) == 0);
+  try {
+    (void)root.run(6, "number", {});
+    FAIL("a batch with every rank stopped must give up");
+  } catch (const ata::Error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("no worker rank answered for 1 s") != std::string::npos);
+    CHECK(std::string(e.what()).find("lost ranks: 1, 2, 3") != std::string::npos);
+  }
+  for (const pid_t pid : pids) REQUIRE(::kill(pid, SIGCONT) == 0);
+  // Their answers come late; each rank is back, and the next batch runs on all of them.
+  const auto batch = root.run(6, "number", {});
+  REQUIRE(accepted(batch.report) == 6);
+  std::size_t back = 0;
+  for (const auto& e : batch.events) back += e.kind == ata::mpi::RankEvent::Kind::back ? 1 : 0;
+  CHECK(back >= 1);
+  // Until every rank has answered: no answer of this scheduler may reach the next one.
+  for (int round = 0; round < 50 && (root.lost(0) || root.lost(1) || root.lost(2)); ++round) {
+    REQUIRE(accepted(root.run(6, "number", {}).report) == 6);
+  }
+  REQUIRE_FALSE((root.lost(0) || root.lost(1) || root.lost(2)));
+}
+
 TEST_CASE("a stopped rank is survived: lost, its share re-run, then back", "[mpi][stop]") {
   const auto ata = policy("ata");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
