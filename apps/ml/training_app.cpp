@@ -30,38 +30,7 @@ void check_round_memory(const Options& o, std::size_t dim, const std::string& wh
                        {o.batch, dim, sizeof(double)}, "; lower --batch");
 }
 
-std::unique_ptr<Problem> make_problem(const Options& o, const char* program) {
-  if (o.problem == "quadratic") {
-    check_round_memory(o, o.dim, "--dim");
-    return std::make_unique<QuadraticProblem>(o.dim, o.noise);
-  }
-  const bool classify = o.problem == "logistic";
-  Dataset data;
-  std::string name;
-  if (o.data_path.empty()) {
-    data = classify ? make_classification(o.rows, o.cols, o.seed) : make_regression(o.rows, o.cols, o.seed);
-    name = "synthetic data (seed " + std::to_string(o.seed) + ")";
-  } else {
-    data = load_libsvm(o.data_path);
-    if (classify) as_plus_minus_one(data, o.data_path);
-    scale_columns(data);
-    name = o.data_path;
-  }
-  check_round_memory(o, data.cols, "the data's features");
-  // f* is computed exactly: a pass over the data costs rows x cols^2 multiply-adds (the Hessian
-  // or the normal equations), and logistic regression takes several.
-  const double pass = static_cast<double>(data.rows) * static_cast<double>(data.cols) *
-                      static_cast<double>(data.cols);
-  if (pass > kWarnOptimumWork) {
-    apps::warn(program, "computing f* exactly on " + std::to_string(data.rows) + " x " +
-                            std::to_string(data.cols) + " data takes about " +
-                            apps::general(pass, 2) + " multiply-adds per pass: this takes a while");
-  }
-  if (classify) return std::make_unique<LogisticProblem>(std::move(data), o.l2, name);
-  return std::make_unique<LeastSquaresProblem>(std::move(data), name);
-}
-
-sim::Scenario load_scenario(const Options& o) {
+sim::Scenario load_scenario(const TrainingOptions& o) {
   auto scenario = apps::scenario_from_flag(o.scenario, o.workers, kDefaultTrainingWorkers,
                                            std::max<std::size_t>(1, o.rounds / 2));
   if (scenario.workers() > kMaxTrainingWorkers) {
@@ -78,15 +47,14 @@ const TrainingRun& find(const std::vector<TrainingRun>& runs, const std::string&
 
 std::string ratio(double a, double b) { return b > 0.0 ? apps::fixed(a / b, 2) : "-"; }
 
-int run(const Options& o, Method method, const char* program) {
+int run(const Options& o, Method method, const char* program, const Trainer& trainer,
+        const char* worker_kind) {
   // Outputs first: a path that cannot be written fails now, not after the run.
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
-  TrainingConfig config;
-  config.method = method;
-  config.scenario = load_scenario(o);
-  const auto problem = make_problem(o, program);
+  const TrainingConfig config = make_training_config(o, method);
+  const auto problem = make_training_problem(o, program);
   const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
                        static_cast<double>(o.strategies.size());
   if (tasks > kWarnTrainingTasks) {
@@ -95,17 +63,6 @@ int run(const Options& o, Method method, const char* program) {
                             " x " + std::to_string(o.strategies.size()) +
                             " strategies): this may take a while");
   }
-  // --unit-us is bounded by its flag, so this converts without overflow.
-  config.unit = std::chrono::nanoseconds(std::llround(o.unit_us * 1000.0));
-  config.burn = o.burn;
-  config.batch = o.batch;
-  config.max_rounds = o.rounds;
-  config.step = o.step;
-  config.target_gap = o.target_gap;
-  config.seed = o.seed;
-  const auto means = true_means_seconds(config);
-  config.policy.alpha = o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
-  config.policy.eta = o.eta;
   const auto& names = o.strategies;
 
   const double initial_gap = problem->loss(problem->initial_point()) - problem->optimal_loss();
@@ -113,15 +70,15 @@ int run(const Options& o, Method method, const char* program) {
   std::printf("  %s, f* = %.6g, target: f - f* <= %.3g (%g of the initial gap)\n",
               method == Method::sgd ? "minibatch SGD" : "minibatch stochastic proximal point",
               problem->optimal_loss(), o.target_gap * initial_gap, o.target_gap);
-  std::printf("  workers: %zu threads, scenario %s, 1 model unit = %g us of %s; B = %zu, step %g, at most %zu rounds, seed %llu\n",
-              config.scenario.workers(), config.scenario.name().c_str(), o.unit_us, o.burn ? "busy spinning" : "sleep",
+  std::printf("  workers: %zu %s, scenario %s, 1 model unit = %g us of %s; B = %zu, step %g, at most %zu rounds, seed %llu\n",
+              config.scenario.workers(), worker_kind, config.scenario.name().c_str(), o.unit_us, o.burn ? "busy spinning" : "sleep",
               config.batch, config.step, config.max_rounds, static_cast<unsigned long long>(o.seed));
 
   std::vector<TrainingRun> runs;
   {
     apps::Progress progress(program);
     for (std::size_t s = 0; s < names.size(); ++s) {
-      runs.push_back(train(*problem, config, names[s], [&](std::size_t k) {
+      runs.push_back(trainer(*problem, config, names[s], [&](std::size_t k) {
         const double share = static_cast<double>(k) / static_cast<double>(config.max_rounds);
         progress.update((static_cast<double>(s) + share) / static_cast<double>(names.size()),
                         names[s] + " round " + std::to_string(k));
@@ -197,6 +154,55 @@ int run(const Options& o, Method method, const char* program) {
 
 }  // namespace
 
+std::unique_ptr<Problem> make_training_problem(const TrainingOptions& o, const char* program) {
+  if (o.problem == "quadratic") {
+    check_round_memory(o, o.dim, "--dim");
+    return std::make_unique<QuadraticProblem>(o.dim, o.noise);
+  }
+  const bool classify = o.problem == "logistic";
+  Dataset data;
+  std::string name;
+  if (o.data_path.empty()) {
+    data = classify ? make_classification(o.rows, o.cols, o.seed) : make_regression(o.rows, o.cols, o.seed);
+    name = "synthetic data (seed " + std::to_string(o.seed) + ")";
+  } else {
+    data = load_libsvm(o.data_path);
+    if (classify) as_plus_minus_one(data, o.data_path);
+    scale_columns(data);
+    name = o.data_path;
+  }
+  check_round_memory(o, data.cols, "the data's features");
+  // f* is computed exactly: a pass over the data costs rows x cols^2 multiply-adds (the Hessian
+  // or the normal equations), and logistic regression takes several.
+  const double pass = static_cast<double>(data.rows) * static_cast<double>(data.cols) *
+                      static_cast<double>(data.cols);
+  if (pass > kWarnOptimumWork) {
+    apps::warn(program, "computing f* exactly on " + std::to_string(data.rows) + " x " +
+                            std::to_string(data.cols) + " data takes about " +
+                            apps::general(pass, 2) + " multiply-adds per pass: this takes a while");
+  }
+  if (classify) return std::make_unique<LogisticProblem>(std::move(data), o.l2, name);
+  return std::make_unique<LeastSquaresProblem>(std::move(data), name);
+}
+
+TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
+  TrainingConfig config;
+  config.method = method;
+  config.scenario = load_scenario(o);
+  // --unit-us is bounded by its flag, so this converts without overflow.
+  config.unit = std::chrono::nanoseconds(std::llround(o.unit_us * 1000.0));
+  config.burn = o.burn;
+  config.batch = o.batch;
+  config.max_rounds = o.rounds;
+  config.step = o.step;
+  config.target_gap = o.target_gap;
+  config.seed = o.seed;
+  const auto means = true_means_seconds(config);
+  config.policy.alpha = o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
+  config.policy.eta = o.eta;
+  return config;
+}
+
 int training_main(int argc, char** argv, Method method) {
   const char* program = method == Method::sgd ? "ata-sgd" : "ata-prox";
   return apps::run_reporting_errors(program, [&] {
@@ -205,8 +211,13 @@ int training_main(int argc, char** argv, Method method) {
       std::fputs(command_line.help->c_str(), stdout);
       return 0;
     }
-    return run(command_line.options, method, program);
+    return run(command_line.options, method, program, train, "threads");
   });
+}
+
+int run_training(const TrainingOptions& options, Method method, const char* program,
+                 const Trainer& trainer, const char* worker_kind) {
+  return run(options, method, program, trainer, worker_kind);
 }
 
 }  // namespace ata::ml

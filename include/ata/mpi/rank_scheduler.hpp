@@ -1,0 +1,139 @@
+#pragma once
+/// @file
+/// The policies of ata over MPI ranks: rank 0 allocates every batch and gathers the results,
+/// every other rank is a worker (ata::mpi::serve_tasks). Stalled and dead ranks are survived.
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ata/core/policy.hpp"
+#include "ata/mpi/task_registry.hpp"
+#include "ata/runtime/pool_options.hpp"
+#include "ata/runtime/round_report.hpp"
+
+namespace ata::mpi {
+
+/// When a rank counts as stalled, and when the whole run gives up.
+struct RankOptions {
+  /// A share of a tasks on rank r is overdue after floor + factor * a * (r's mean task time as
+  /// learned by the policy; before r has one, the mean of the ranks that have one, and before
+  /// any has one, first_deadline).
+  double deadline_factor = 8.0;
+  std::chrono::nanoseconds deadline_floor = std::chrono::milliseconds(200);
+  std::chrono::nanoseconds first_deadline = std::chrono::seconds(2);
+  /// A batch fails with ata::Error when no rank has answered for this long while it waits
+  /// (every rank stalled or dead): a run never hangs.
+  std::chrono::nanoseconds give_up_after = std::chrono::seconds(30);
+  /// Workers (rank - 1) already known lost, e.g. by the scheduler before this one: they get no
+  /// share until they answer.
+  std::vector<std::size_t> lost_workers;
+};
+
+/// A rank lost (overdue) or back (it answered again), as the batch report lists them.
+struct RankEvent {
+  enum class Kind { lost, back };
+  Kind kind = Kind::lost;
+  std::size_t rank = 0;   ///< MPI rank (worker index + 1)
+  std::size_t round = 0;  ///< the batch during which it happened
+  double seconds = 0.0;   ///< since the scheduler was built
+};
+
+/// One batch's results (by task, B of them) and what it cost.
+struct RankBatch {
+  std::vector<Bytes> results;
+  /// As on threads; workers are indexed 0..n-2 for ranks 1..n-1. Tasks re-run as backups and
+  /// greedy mode's surplus appear with accepted = false.
+  runtime::RoundReport report;
+  /// Ranks lost or back during this batch.
+  std::vector<RankEvent> events;
+  /// Tasks sent to another rank because theirs was overdue.
+  std::size_t backup_tasks = 0;
+  /// Answers of earlier batches that arrived during this one, discarded by round number.
+  std::size_t late_answers = 0;
+};
+
+/// The root's side of the rank back-end: one policy over the worker ranks of `comm`.
+///
+/// @code
+/// // every rank: MPI_Init, the same TaskRegistry and the same PoolOptions (slowdowns, seed)
+/// if (rank == 0) {
+///   ata::AtaPolicy policy(size - 1, alpha);
+///   ata::mpi::RankScheduler root(MPI_COMM_WORLD, policy);
+///   auto batch = root.run(23, "gradient", ata::mpi::to_bytes(x));
+///   bool lost = root.shutdown();
+///   ata::mpi::finish(lost);
+/// } else {
+///   ata::mpi::finish(ata::mpi::serve_tasks(MPI_COMM_WORLD, tasks, pool_options));
+/// }
+/// @endcode
+///
+/// Allocated mode: the policy's allocation is sent as one share per rank (task numbers and the
+/// batch input); each rank answers once with its results and per-task times, which the policy
+/// observes. Greedy mode (Dispatch::greedy): every live rank computes tasks until B results are
+/// in, sending each as it finishes; then the root sends a stop, a rank drops its running task,
+/// and any result still on its way is discarded by round number (TaskRecord::accepted = false
+/// when it arrives before the batch ends, counted in late_answers after). A greedy rank is
+/// busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
+/// stopped task ends. Pull mode is refused.
+///
+/// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
+/// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
+/// its unfinished tasks are re-run on live ranks, and the rank gets no share (the policy's
+/// allocation of it is moved to live ranks) until it answers again. No collective is used.
+///
+/// Several schedulers may drive the same worker ranks one after another (rounds of each
+/// start at 1, so a rank still lost under one should not be driven by the next).
+///
+/// Only on rank 0; one thread at a time; holds policy.mutex() around every policy call.
+class RankScheduler {
+ public:
+  /// Throws ata::InvalidArgument unless called on rank 0 of a communicator of at least 2 ranks
+  /// whose worker count (size - 1) equals policy.workers(), for a pull policy, and for options
+  /// out of range (a factor or a time not positive, a lost worker out of range).
+  RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options = {});
+  RankScheduler(const RankScheduler&) = delete;
+  RankScheduler& operator=(const RankScheduler&) = delete;
+  /// Leaves the worker ranks serving: another scheduler (another policy) may drive them next;
+  /// the last one calls shutdown().
+  ~RankScheduler();
+
+  /// Runs `batch` tasks of the registered function `task` on `input`. Throws
+  /// ata::InvalidArgument for batch = 0 or after shutdown(), and ata::Error when a task
+  /// throws on its rank (the message names the rank and the task's error) or when no rank
+  /// answers for RankOptions::give_up_after.
+  [[nodiscard]] RankBatch run(std::size_t batch, const std::string& task, const Bytes& input);
+
+  /// Tells every worker rank to stop serving (never waiting on a stalled one) and returns
+  /// whether a rank is still lost: then MPI_Finalize would hang, and finish() skips it.
+  bool shutdown();
+
+  /// Worker ranks (size - 1).
+  [[nodiscard]] std::size_t workers() const noexcept;
+  /// Whether worker `worker` (rank worker + 1) is currently stalled or dead.
+  [[nodiscard]] bool lost(std::size_t worker) const;
+  /// Every loss and return so far.
+  [[nodiscard]] const std::vector<RankEvent>& events() const noexcept;
+
+ private:
+  struct State;
+  State* state_;
+};
+
+/// A worker rank's loop: runs the shares the root sends, each task followed by its slowdown
+/// (options.slowdown(rank - 1), drawn from sim::Rng(options.seed(), rank - 1) exactly as
+/// thread worker rank - 1 draws), until the root's shutdown. Returns whether a rank was lost
+/// (pass it to finish()). options.workers() must be size - 1 (ata::InvalidArgument).
+/// A task that throws is reported to the root, which throws ata::Error naming it.
+[[nodiscard]] bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks,
+                               const runtime::PoolOptions& options);
+
+/// Ends the process's MPI: MPI_Finalize, unless `rank_lost` (Open MPI 4.1's MPI_Finalize
+/// waits for every rank, a dead one too): then stdout and stderr are flushed and the process
+/// exits with `exit_code` at once. Under mpirun --enable-recovery the job then ends normally.
+void finish(bool rank_lost, int exit_code = 0);
+
+}  // namespace ata::mpi

@@ -1,0 +1,68 @@
+#pragma once
+/// @file
+/// Named tasks for the MPI back-end: every rank registers the same names, and a batch names
+/// the function its tasks run. Inputs and results travel as bytes.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ata::mpi {
+
+/// A serialised value: what a task receives and returns.
+using Bytes = std::vector<std::byte>;
+
+/// What one task of a batch is handed on a worker rank.
+struct TaskInput {
+  /// The batch number, 1-based (the scheduler's round).
+  std::size_t round = 0;
+  /// The task's number: 0..B-1 in allocated mode; in greedy mode a number no other task of the
+  /// round has (worker w's k-th task is w + k * workers), not its place among the results.
+  std::size_t task = 0;
+  /// The batch's input, the same for every task of the round (for SGD: the current point).
+  std::span<const std::byte> input;
+};
+
+/// A task: a plain function of its input, returning its serialised result.
+using TaskFunction = std::function<Bytes(const TaskInput&)>;
+
+/// Name -> function, built identically on every rank before the first batch.
+///
+/// @code
+/// ata::mpi::TaskRegistry tasks;
+/// tasks.add("square", [](const ata::mpi::TaskInput& in) {
+///   double x = ata::mpi::read_doubles(in.input).at(0);
+///   return ata::mpi::to_bytes(std::vector<double>{x * x});
+/// });
+/// @endcode
+///
+/// Closures cannot cross processes: a batch sends only the task's *name* and its input bytes,
+/// so whatever a task needs beyond its input must already exist on every rank (built from the
+/// same command line, the same files or the same seed), and a lambda's captures are those of
+/// the rank that registered it. Register the same names on every rank.
+///
+/// Not synchronised; built once, then only read.
+class TaskRegistry {
+ public:
+  /// Adds `name`. Throws ata::InvalidArgument for an empty name, a name already registered or
+  /// an empty function.
+  void add(const std::string& name, TaskFunction function);
+  /// The function of `name`; throws ata::InvalidArgument naming it when it is not registered.
+  [[nodiscard]] const TaskFunction& find(const std::string& name) const;
+  [[nodiscard]] bool contains(const std::string& name) const { return tasks_.count(name) != 0; }
+
+ private:
+  std::map<std::string, TaskFunction, std::less<>> tasks_;
+};
+
+/// Doubles as bytes (native byte order: the ranks of one job share an architecture).
+[[nodiscard]] Bytes to_bytes(std::span<const double> values);
+/// The inverse of to_bytes(); throws ata::InvalidArgument when the size is not a multiple of
+/// sizeof(double).
+[[nodiscard]] std::vector<double> read_doubles(std::span<const std::byte> bytes);
+
+}  // namespace ata::mpi

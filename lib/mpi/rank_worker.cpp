@@ -1,0 +1,183 @@
+// A worker rank: serves the root's shares until its shutdown.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+
+#include "ata/core/error.hpp"
+#include "ata/mpi/rank_scheduler.hpp"
+#include "ata/sim/random.hpp"
+#include "wire.hpp"
+
+namespace ata::mpi {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An idle worker polls this many times, then sleeps this long between polls.
+constexpr std::size_t kHotPolls = 200;
+constexpr auto kIdleSleep = std::chrono::microseconds(50);
+
+bool message_waiting(MPI_Comm comm) {
+  int flag = 0;
+  MPI_Iprobe(0, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+  return flag != 0;
+}
+
+// The slowdown's delay; in greedy mode it ends early when the root has sent anything (the
+// round's stop or the next round), and then returns false: the task is dropped.
+bool delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length, MPI_Comm comm,
+           bool interruptible) {
+  if (length <= std::chrono::nanoseconds{0}) return true;
+  const auto end = Clock::now() + length;
+  const bool burn = slowdown.kind() == runtime::Slowdown::Kind::burn;
+  if (!interruptible && !burn) {
+    std::this_thread::sleep_for(length);
+    return true;
+  }
+  constexpr auto kSlice = std::chrono::milliseconds(1);
+  while (Clock::now() < end) {
+    if (interruptible && message_waiting(comm)) return false;
+    if (!burn) std::this_thread::sleep_for(std::min<Clock::duration>(kSlice, end - Clock::now()));
+  }
+  return true;
+}
+
+struct Work {
+  std::uint64_t round = 0;
+  bool greedy = false;
+  std::uint64_t stride = 0;  // greedy: task numbers advance by the worker count
+  std::string task;
+  std::vector<std::uint64_t> numbers;  // allocated: the share; greedy: the first number
+  std::span<const std::byte> input;
+};
+
+class Worker {
+ public:
+  Worker(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOptions& options,
+         std::size_t index)
+      : comm_(comm),
+        tasks_(tasks),
+        slowdown_(options.slowdown(index)),
+        rng_(options.seed(), index) {}
+
+  // One task with its slowdown; false when a greedy round was stopped meanwhile.
+  bool run_one(const Work& w, const TaskFunction& f, std::uint64_t number, wire::Writer& out) {
+    const auto start = Clock::now();
+    const TaskInput in{w.round, number, w.input};
+    Bytes result;
+    for (std::size_t r = 0; r < slowdown_.repetitions(); ++r) result = f(in);
+    if (!delay(slowdown_, slowdown_.draw(w.round, rng_), comm_, w.greedy)) return false;
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+    out.u64(number);
+    out.u64(static_cast<std::uint64_t>(took.count()));
+    out.bytes(result);
+    return true;
+  }
+
+  void send(wire::Writer& out, wire::Tag tag) {
+    MPI_Send(out.buffer().data(), static_cast<int>(out.buffer().size()), MPI_BYTE, 0, tag, comm_);
+  }
+
+  void serve(const Work& w) {
+    wire::Writer out;
+    out.u64(w.round);
+    try {
+      const TaskFunction& f = tasks_.find(w.task);
+      if (!w.greedy) {
+        for (const std::uint64_t number : w.numbers) run_one(w, f, number, out);
+        send(out, wire::kResults);
+        return;
+      }
+      // Greedy: one message per result until the root sends anything.
+      for (std::uint64_t number = w.numbers.at(0); !message_waiting(comm_); number += w.stride) {
+        wire::Writer one;
+        one.u64(w.round);
+        if (!run_one(w, f, number, one)) break;
+        send(one, wire::kResults);
+      }
+      // Tells the root this rank is alive although its last task was dropped: a slow rank
+      // may finish no task in a short greedy round.
+      wire::Writer stopped;
+      stopped.u64(w.round);
+      send(stopped, wire::kStopped);
+    } catch (const std::exception& e) {
+      wire::Writer failure;
+      failure.u64(w.round);
+      failure.text("task '" + w.task + "': " + e.what());
+      send(failure, wire::kFailure);
+    }
+  }
+
+ private:
+  MPI_Comm comm_;
+  const TaskRegistry& tasks_;
+  const runtime::Slowdown& slowdown_;
+  sim::Rng rng_;
+};
+
+}  // namespace
+
+bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOptions& options) {
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (rank == 0) throw InvalidArgument("serve_tasks() runs on worker ranks, not on rank 0");
+  if (options.workers() != static_cast<std::size_t>(size - 1)) {
+    throw InvalidArgument("the pool options describe " + std::to_string(options.workers()) +
+                          " workers, but the communicator has " + std::to_string(size - 1) +
+                          " worker ranks");
+  }
+  Worker worker(comm, tasks, options, static_cast<std::size_t>(rank - 1));
+  Bytes buffer;
+  for (;;) {
+    MPI_Message message;
+    MPI_Status status;
+    // Open MPI's blocking probe spins on the CPU: with more ranks than cores, idle workers
+    // would take the cores of busy ones. Poll, yielding, then sleep between polls (as the
+    // thread pool's idle workers do).
+    int found = 0;
+    for (std::size_t polls = 0;; ++polls) {
+      MPI_Improbe(0, MPI_ANY_TAG, comm, &found, &message, &status);
+      if (found) break;
+      if (polls < kHotPolls) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(kIdleSleep);
+      }
+    }
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    buffer.resize(static_cast<std::size_t>(count));
+    MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+    wire::Reader in(buffer);
+    if (status.MPI_TAG == wire::kShutdown) return in.u64() != 0;
+    if (status.MPI_TAG != wire::kWork) continue;  // a stop for a greedy round already over
+    Work w;
+    w.round = in.u64();
+    w.greedy = in.u64() != 0;
+    w.stride = in.u64();
+    w.task = in.text();
+    const std::uint64_t n = in.u64();
+    if (n > buffer.size() / sizeof(std::uint64_t)) throw Error("ata::mpi: a malformed share");
+    w.numbers.reserve(n);
+    for (std::uint64_t i = 0; i < n; ++i) w.numbers.push_back(in.u64());
+    w.input = in.bytes();
+    worker.serve(w);
+  }
+}
+
+void finish(bool rank_lost, int exit_code) {
+  if (!rank_lost) {
+    MPI_Finalize();
+    return;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(exit_code);
+}
+
+}  // namespace ata::mpi

@@ -1,0 +1,72 @@
+#pragma once
+// The messages between the root and the worker ranks, as flat byte buffers.
+//
+// root -> worker: kWork (round, greedy?, stride, task name, task numbers, input), kStop (round:
+// a greedy round has its B results), kShutdown (whether a rank was lost).
+// worker -> root: kResults (round, then per task: number, nanoseconds, result bytes),
+// kFailure (round, message), kStopped (round: a greedy round ended here; the rank is alive).
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ata/core/error.hpp"
+#include "ata/mpi/task_registry.hpp"
+
+namespace ata::mpi::wire {
+
+enum Tag : int { kWork = 1, kStop = 2, kShutdown = 3, kResults = 4, kFailure = 5, kStopped = 6 };
+
+class Writer {
+ public:
+  void u64(std::uint64_t v) { raw(&v, sizeof v); }
+  void bytes(std::span<const std::byte> b) {
+    u64(b.size());
+    raw(b.data(), b.size());
+  }
+  void text(const std::string& s) { bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+  Bytes& buffer() noexcept { return buffer_; }
+
+ private:
+  void raw(const void* p, std::size_t n) {
+    if (n == 0) return;
+    const std::size_t at = buffer_.size();
+    buffer_.resize(at + n);
+    std::memcpy(buffer_.data() + at, p, n);
+  }
+  Bytes buffer_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> b) : b_(b) {}
+  std::uint64_t u64() {
+    std::uint64_t v = 0;
+    need(sizeof v);
+    std::memcpy(&v, b_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  std::span<const std::byte> bytes() {
+    const std::uint64_t n = u64();
+    need(n);
+    const auto out = b_.subspan(at_, n);
+    at_ += n;
+    return out;
+  }
+  [[nodiscard]] bool at_end() const noexcept { return at_ == b_.size(); }
+  std::string text() {
+    const auto b = bytes();
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+  }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (n > b_.size() - at_) throw Error("ata::mpi: a truncated message between ranks");
+  }
+  std::span<const std::byte> b_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace ata::mpi::wire

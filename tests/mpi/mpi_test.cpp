@@ -1,0 +1,350 @@
+// The rank back-end, run by CTest under mpirun -n 4: rank 0 runs the Catch2 session, ranks
+// 1..3 serve the tasks below as a fixed cluster (the "linear" preset, slept, 40 us per unit:
+// mean task times 2.3, 4.6 and 7.0 ms).
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch_session.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "ata/core/error.hpp"
+#include "ata/core/make_policy.hpp"
+#include "ata/mpi/rank_scheduler.hpp"
+#include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/worker_pool.hpp"
+
+namespace {
+
+constexpr std::size_t kWorkers = 3;
+constexpr auto kUnit = std::chrono::microseconds(40);
+constexpr std::uint64_t kSeed = 7;
+
+// Set by a test that shuts the workers down itself (a lost rank changes how MPI ends).
+std::optional<bool> g_shut_down_with_loss;
+
+ata::sim::Scenario cluster() { return ata::sim::make_preset("linear", kWorkers); }
+
+ata::runtime::PoolOptions cluster_options() {
+  auto options = ata::runtime::PoolOptions::from_scenario(cluster(), kUnit);
+  options.set_seed(kSeed);
+  return options;
+}
+
+std::vector<double> true_means() {
+  return cluster().scaled(std::chrono::duration<double>(kUnit).count()).means();
+}
+
+ata::mpi::TaskRegistry registry() {
+  ata::mpi::TaskRegistry tasks;
+  // The task's own number, so a test sees which result landed where.
+  tasks.add("number", [](const ata::mpi::TaskInput& in) {
+    return ata::mpi::to_bytes(std::vector<double>{static_cast<double>(in.task)});
+  });
+  tasks.add("pid", [](const ata::mpi::TaskInput&) {
+    return ata::mpi::to_bytes(std::vector<double>{static_cast<double>(::getpid())});
+  });
+  tasks.add("throws", [](const ata::mpi::TaskInput&) -> ata::mpi::Bytes {
+    throw std::runtime_error("on purpose");
+  });
+  return tasks;
+}
+
+// For the tests without faults: a rank descheduled for a while on a loaded machine (CTest runs
+// tests in parallel) must not count as lost.
+ata::mpi::RankOptions patient() {
+  ata::mpi::RankOptions o;
+  o.deadline_floor = std::chrono::seconds(2);
+  return o;
+}
+
+double value(const ata::mpi::Bytes& b) { return ata::mpi::read_doubles(b).at(0); }
+
+std::size_t accepted(const ata::runtime::RoundReport& r) {
+  std::size_t n = 0;
+  for (const auto& t : r.tasks) n += t.accepted ? 1 : 0;
+  return n;
+}
+
+std::unique_ptr<ata::Policy> policy(const std::string& name) {
+  ata::PolicyOptions o;
+  o.alpha = 0.01;
+  o.means = true_means();
+  return ata::make_policy(name, kWorkers, o);
+}
+
+// The pid of every worker rank, by worker index.
+std::vector<pid_t> worker_pids() {
+  const auto uniform = policy("uta");
+  ata::mpi::RankScheduler ask(MPI_COMM_WORLD, *uniform);
+  const auto batch = ask.run(kWorkers, "pid", {});
+  std::vector<pid_t> pids(kWorkers);
+  for (const auto& t : batch.report.tasks) {
+    pids[t.worker] = static_cast<pid_t>(value(batch.results[t.task]));
+  }
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("every allocated round returns exactly B results, by task", "[mpi]") {
+  const auto ata = policy("ata");
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata, patient());
+  for (std::size_t round = 1; round <= 20; ++round) {
+    const auto batch = root.run(7, "number", {});
+    REQUIRE(batch.results.size() == 7);
+    for (std::size_t t = 0; t < 7; ++t) REQUIRE(value(batch.results[t]) == static_cast<double>(t));
+    REQUIRE(batch.report.allocation.total() == 7);
+    REQUIRE(accepted(batch.report) == 7);
+    REQUIRE(batch.report.round == round);
+    REQUIRE(batch.events.empty());
+  }
+}
+
+TEST_CASE("greedy rounds keep the first B results and discard the surplus", "[mpi]") {
+  const auto gta = policy("gta");
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *gta, patient());
+  std::size_t surplus = 0;
+  std::size_t late = 0;
+  for (std::size_t round = 1; round <= 20; ++round) {
+    const auto batch = root.run(5, "number", {});
+    REQUIRE(batch.results.size() == 5);
+    std::set<double> numbers;
+    for (const auto& r : batch.results) numbers.insert(value(r));
+    REQUIRE(numbers.size() == 5);  // distinct tasks
+    REQUIRE(batch.report.allocation.total() == 5);
+    REQUIRE(accepted(batch.report) == 5);
+    // The slowest rank may finish no task in a round; its stop message keeps it alive.
+    REQUIRE(batch.events.empty());
+    surplus += batch.report.discarded();
+    late += batch.late_answers;
+  }
+  // The fastest rank is 3 times as fast as the slowest: the slow ones are stopped mid-task,
+  // and whatever they finished meanwhile is discarded, never counted twice.
+  INFO("surplus " << surplus << ", late " << late);
+  SUCCEED();
+}
+
+TEST_CASE("the learned means match the slept preset", "[mpi]") {
+  // UTA gives every rank the same share, so each gets the same number of observations.
+  const auto uta = policy("uta");
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta, patient());
+  for (int round = 0; round < 40; ++round) (void)root.run(6, "number", {});
+  const auto truth = true_means();
+  for (std::size_t w = 0; w < kWorkers; ++w) {
+    const double learned = uta->stats(w).mean();
+    INFO("worker " << w << ": learned " << learned << " s, preset " << truth[w] << " s");
+    REQUIRE(uta->stats(w).count() == 80);
+    // 80 draws of m/2 + Exp(m/2): a standard error of 5.6% of m; 20% is 3.5 of them. Sleeping
+    // overshoots by scheduling latency: 0.3 ms allowed.
+    REQUIRE(std::abs(learned - truth[w]) <= 0.2 * truth[w] + 0.3e-3);
+  }
+}
+
+TEST_CASE("allocations equal the thread runtime's where they do not depend on timing", "[mpi]") {
+  // OFTA and UTA allocate from known means only; ATA's first round precedes any observation.
+  ata::runtime::WorkerPool pool(cluster_options());
+  for (const std::string name : {"ofta", "uta", "ata"}) {
+    const auto on_ranks = policy(name);
+    const auto on_threads = policy(name);
+    ata::mpi::RankScheduler root(MPI_COMM_WORLD, *on_ranks, patient());
+    ata::runtime::BatchScheduler threads(pool, *on_threads);
+    const int rounds = name == "ata" ? 1 : 10;
+    for (int k = 0; k < rounds; ++k) {
+      const auto ranks = root.run(11, "number", {});
+      const auto [values, report] = threads.run(11, [](const auto&) { return 0; });
+      INFO(name << " round " << k + 1);
+      REQUIRE(std::ranges::equal(ranks.report.allocation.tasks(), report.allocation.tasks()));
+    }
+  }
+}
+
+TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") {
+  const auto uta = policy("uta");
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
+  REQUIRE_THROWS_AS(root.run(0, "number", {}), ata::InvalidArgument);
+  try {
+    (void)root.run(3, "throws", {});
+    FAIL("a throwing task must fail the batch");
+  } catch (const ata::Error& e) {
+    REQUIRE(std::string(e.what()).find("task 'throws': on purpose") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("rank ") != std::string::npos);
+  }
+  // The other ranks' answers of the failed batch arrive late and are discarded.
+  const auto next = root.run(3, "number", {});
+  REQUIRE(accepted(next.report) == 3);
+  try {
+    (void)root.run(3, "no such task", {});
+    FAIL("an unknown task must fail the batch");
+  } catch (const ata::Error& e) {
+    REQUIRE(std::string(e.what()).find("no task named 'no such task'") != std::string::npos);
+  }
+  const auto four = ata::make_policy("uta", kWorkers + 1);
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *four), ata::InvalidArgument);
+  const auto pull = ata::make_policy("pull", kWorkers);
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *pull), ata::InvalidArgument);
+}
+
+TEST_CASE("task registry and byte helpers refuse bad input", "[mpi][errors]") {
+  ata::mpi::TaskRegistry tasks;
+  const auto one = [](const ata::mpi::TaskInput&) { return ata::mpi::Bytes{}; };
+  REQUIRE_THROWS_AS(tasks.add("", one), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(tasks.add("empty", ata::mpi::TaskFunction{}), ata::InvalidArgument);
+  tasks.add("one", one);
+  REQUIRE_THROWS_AS(tasks.add("one", one), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(tasks.find("two"), ata::InvalidArgument);
+  REQUIRE(tasks.contains("one"));
+  const std::vector<double> xs{1.5, -2.0};
+  REQUIRE(ata::mpi::read_doubles(ata::mpi::to_bytes(xs)) == xs);
+  REQUIRE_THROWS_AS(ata::mpi::read_doubles(ata::mpi::Bytes(5)), ata::InvalidArgument);
+  const auto uta = policy("uta");
+  ata::mpi::RankOptions bad;
+  bad.lost_workers = {kWorkers};
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *uta, bad), ata::InvalidArgument);
+  bad = {};
+  bad.deadline_factor = 0.0;
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *uta, bad), ata::InvalidArgument);
+}
+
+TEST_CASE("with every rank stopped a batch gives up with a clear error", "[mpi][stop]") {
+  const auto pids = worker_pids();
+  const auto uta = policy("uta");
+  ata::mpi::RankOptions quick;
+  quick.first_deadline = std::chrono::milliseconds(300);
+  quick.give_up_after = std::chrono::seconds(1);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta, quick);
+  for (const pid_t pid : pids) REQUIRE(::kill(pid, SIGSTOP) == 0);
+  try {
+    (void)root.run(6, "number", {});
+    FAIL("a batch with every rank stopped must give up");
+  } catch (const ata::Error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("no worker rank answered for 1 s") != std::string::npos);
+    CHECK(std::string(e.what()).find("lost ranks: 1, 2, 3") != std::string::npos);
+  }
+  for (const pid_t pid : pids) REQUIRE(::kill(pid, SIGCONT) == 0);
+  // Their answers come late; each rank is back, and the next batch runs on all of them.
+  const auto batch = root.run(6, "number", {});
+  REQUIRE(accepted(batch.report) == 6);
+  std::size_t back = 0;
+  for (const auto& e : batch.events) back += e.kind == ata::mpi::RankEvent::Kind::back ? 1 : 0;
+  CHECK(back >= 1);
+  // Until every rank has answered: no answer of this scheduler may reach the next one.
+  for (int round = 0; round < 50 && (root.lost(0) || root.lost(1) || root.lost(2)); ++round) {
+    REQUIRE(accepted(root.run(6, "number", {}).report) == 6);
+  }
+  REQUIRE_FALSE((root.lost(0) || root.lost(1) || root.lost(2)));
+}
+
+TEST_CASE("a stopped rank is survived: lost, its share re-run, then back", "[mpi][stop]") {
+  const auto ata = policy("ata");
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
+  const auto pids = worker_pids();
+  std::vector<ata::mpi::RankEvent> events;
+  std::size_t backups = 0;
+  std::thread resume;
+  for (std::size_t round = 1; round <= 600; ++round) {
+    if (round == 10) {
+      // Rank 2 stops mid-run for 1.5 s: not a crash, a pause (swapping, a debugger).
+      REQUIRE(::kill(pids[1], SIGSTOP) == 0);
+      resume = std::thread([pid = pids[1]] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ::kill(pid, SIGCONT);
+      });
+    }
+    const auto batch = root.run(6, "number", {});
+    REQUIRE(accepted(batch.report) == 6);
+    for (std::size_t t = 0; t < 6; ++t) REQUIRE(value(batch.results[t]) == static_cast<double>(t));
+    events.insert(events.end(), batch.events.begin(), batch.events.end());
+    backups += batch.backup_tasks;
+    if (!events.empty() && !root.lost(1) && round > 10) break;
+  }
+  resume.join();
+  REQUIRE(events.size() >= 2);
+  CHECK(events.front().kind == ata::mpi::RankEvent::Kind::lost);
+  CHECK(events.front().rank == 2);
+  CHECK(events.back().kind == ata::mpi::RankEvent::Kind::back);
+  CHECK(events.back().rank == 2);
+  CHECK(events.back().seconds - events.front().seconds > 1.0);
+  CHECK(backups > 0);
+  g_shut_down_with_loss = root.shutdown();
+  CHECK_FALSE(*g_shut_down_with_loss);
+}
+
+TEST_CASE("a killed rank is survived under mpirun --enable-recovery", "[mpi][kill]") {
+  const auto ata = policy("ata");
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
+  const auto pids = worker_pids();
+  std::vector<ata::mpi::RankEvent> events;
+  for (std::size_t round = 1; round <= 40; ++round) {
+    if (round == 10) REQUIRE(::kill(pids[2], SIGKILL) == 0);
+    const auto batch = root.run(6, "number", {});
+    REQUIRE(accepted(batch.report) == 6);
+    for (std::size_t t = 0; t < 6; ++t) REQUIRE(value(batch.results[t]) == static_cast<double>(t));
+    if (round > 12) REQUIRE(batch.report.allocation[2] == 0);  // no share for the dead rank
+    events.insert(events.end(), batch.events.begin(), batch.events.end());
+  }
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == ata::mpi::RankEvent::Kind::lost);
+  CHECK(events[0].rank == 3);
+  CHECK(events[0].round >= 10);
+
+  // Greedy mode finds the dead rank on its own: it never says it stopped.
+  const auto gta = policy("gta");
+  ata::mpi::RankScheduler greedy(MPI_COMM_WORLD, *gta);
+  std::vector<ata::mpi::RankEvent> greedy_events;
+  for (std::size_t round = 1; round <= 300 && greedy_events.empty(); ++round) {
+    const auto batch = greedy.run(6, "number", {});
+    REQUIRE(accepted(batch.report) == 6);
+    greedy_events = batch.events;
+  }
+  REQUIRE(greedy_events.size() == 1);
+  CHECK(greedy_events[0].rank == 3);
+  CHECK(greedy.lost(2));
+
+  // A scheduler told of the loss never waits for the rank.
+  ata::mpi::RankOptions told;
+  told.lost_workers = {2};
+  const auto uta = policy("uta");
+  ata::mpi::RankScheduler next(MPI_COMM_WORLD, *uta, told);
+  for (int round = 0; round < 5; ++round) {
+    const auto batch = next.run(6, "number", {});
+    REQUIRE(accepted(batch.report) == 6);
+    REQUIRE(batch.report.allocation[2] == 0);
+    REQUIRE(batch.events.empty());
+  }
+  g_shut_down_with_loss = next.shutdown();
+  CHECK(*g_shut_down_with_loss);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != static_cast<int>(kWorkers) + 1) {
+    if (rank == 0) std::fprintf(stderr, "run these tests with mpirun -n %zu\n", kWorkers + 1);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (rank != 0) {
+    ata::mpi::finish(ata::mpi::serve_tasks(MPI_COMM_WORLD, registry(), cluster_options()));
+    return 0;
+  }
+  const int failed = Catch::Session().run(argc, argv);
+  bool lost = false;
+  if (g_shut_down_with_loss) {
+    lost = *g_shut_down_with_loss;
+  } else {
+    const auto uta = policy("uta");
+    lost = ata::mpi::RankScheduler(MPI_COMM_WORLD, *uta).shutdown();
+  }
+  ata::mpi::finish(lost, failed == 0 ? 0 : 1);
+  return failed == 0 ? 0 : 1;
+}
