@@ -126,7 +126,11 @@ std::size_t AtaAutoPolicy::explored_per_round(std::size_t batch) noexcept {
 
 double AtaAutoPolicy::estimated_mean(std::size_t worker) const {
   detail::require_worker_index(worker, workers());
-  return workers_[worker].mean;
+  return corrected_mean(workers_[worker]);
+}
+
+double AtaAutoPolicy::corrected_mean(const Worker& w) noexcept {
+  return w.count == 0 ? 0.0 : w.mean + w.censored / static_cast<double>(w.count);
 }
 
 std::size_t AtaAutoPolicy::estimated_samples(std::size_t worker) const {
@@ -183,7 +187,8 @@ void AtaAutoPolicy::refresh(std::size_t worker) {
   const Worker& w = workers_[worker];
   const double k = static_cast<double>(w.count);
   const double scale2 = options_.exploration * options_.exploration;
-  centre_[worker] = std::log(w.mean);  // -inf for a mean of 0: drawn as 0, the fastest possible
+  // -inf for a mean of 0: drawn as 0, the fastest possible.
+  centre_[worker] = std::log(corrected_mean(w));
   if (w.count >= 2 && w.mean > 0.0) {
     const double per = scale2 / ((kShrinkDof + k - 1.0) * k);
     pool_weight_[worker] = kShrinkDof * per;
@@ -234,6 +239,14 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   pool_add(worker);
   if (testing && probe_result(worker, residual)) return;
   if (options_.change_threshold < std::numeric_limits<double>::infinity()) test_for_change(worker);
+}
+
+// A censored time t (the task ran at least t) adds t to the worker's time on test and nothing to
+// its count: the exponential likelihood's correction (see the class comment). Only the posterior
+// centre moves; the cv, the pool and the change test see finished times only.
+void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
+  workers_[worker].censored += seconds;
+  if (workers_[worker].count > 0) stale_[worker] = 1;  // an unseen worker stays unseen
 }
 
 // Adds one residual to the worker's sequential test. Every suffix of the test's times (at least
