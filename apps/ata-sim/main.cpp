@@ -153,7 +153,8 @@ int run(const Options& o) {
   ata::sim::ExperimentConfig config{
       std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400, {}};
   config.backups = ata::BackupOptions{}
-                       .set_enabled(o.backups)
+                       .set_enabled(o.backups != "off")
+                       .set_take_overs(o.backups == "on")
                        .set_threshold_multiple(o.backup_threshold)
                        .set_max_copies(o.backup_copies);
   check_work(o, config.scenario);
@@ -164,9 +165,9 @@ int run(const Options& o) {
   std::printf("ata-sim: scenario %s, n = %zu workers, B = %zu, K = %zu rounds, seed %llu\n",
               config.scenario.name().c_str(), config.scenario.workers(), config.batch, config.rounds,
               static_cast<unsigned long long>(config.seed));
-  if (o.backups) {
-    std::printf("         backups on: threshold %g x learned mean, at most %zu copies per task\n",
-                o.backup_threshold, o.backup_copies);
+  if (o.backups != "off") {
+    std::printf("         backups %s: threshold %g x learned mean, at most %zu copies per task\n",
+                o.backups.c_str(), o.backup_threshold, o.backup_copies);
   }
   std::printf("         alpha = %g (ata), eta = %g (ata-e)%s\n", *config.policy.alpha, config.policy.eta,
               o.sgd ? (", SGD on the quadratic, d = " + std::to_string(o.dim)).c_str() : "");

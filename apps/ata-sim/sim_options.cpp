@@ -39,11 +39,10 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--change-round", o.change_round,
                  "round at which 'slowdown' slows worker 0 (default K/2)")
       ->transform(whole_number(1, kMaxSimRounds));
-  std::string backups = o.backups ? "on" : "off";
-  app.add_option("--backups", backups,
-                 "backup tasks for allocated strategies: an idle worker takes over unstarted "
-                 "tasks, then copies overdue ones (on|off)")
-      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--backups", o.backups,
+                 "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
+                 "tasks, then copies overdue ones), copies (backup copies only), off")
+      ->check(CLI::IsMember({"on", "copies", "off"}));
   app.add_option("--backup-threshold", o.backup_threshold,
                  "a running task is overdue after this multiple of its worker's learned mean")
       ->check(number_in(1.0, false));
@@ -61,7 +60,6 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       ->check(kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(kNonEmpty);
   command_line.help = parse_arguments(app, argc, argv);
-  o.backups = backups == "on";
   o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "gta"});
   return command_line;
 }

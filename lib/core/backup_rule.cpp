@@ -61,7 +61,7 @@ BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {
   // 1. Take over the unstarted task expected to finish last.
   std::size_t victim = kNone;
   double latest = 0.0;
-  for (std::size_t i = 0; i < workers.size(); ++i) {
+  for (std::size_t i = 0; i < workers.size() && options_.take_overs; ++i) {
     const BackupWorker& w = workers[i];
     const double m = mean_or(w, fallback);
     if (w.unstarted == 0 || m < helper.mean) continue;  // a slower helper costs worker time

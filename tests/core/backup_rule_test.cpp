@@ -62,6 +62,14 @@ TEST_CASE("backup rule: the fastest idle worker takes the task expected to finis
   CHECK(a.from == 2);
 }
 
+TEST_CASE("backup rule: without take-overs, only overdue tasks get copies", "[core][stragglers]") {
+  const BackupRule rule(BackupOptions{}.set_enabled(true).set_take_overs(false));
+  std::vector<BackupWorker> view{idle(1.0), busy(3.0, 4, 1.0)};
+  CHECK(rule.next(view).kind == BackupAction::Kind::none);
+  view[1].elapsed = 12.0;
+  CHECK(rule.next(view).kind == BackupAction::Kind::backup);
+}
+
 TEST_CASE("backup rule: no take-over by a slower worker or one that would finish later",
           "[core][stragglers]") {
   const BackupRule rule = enabled_rule();

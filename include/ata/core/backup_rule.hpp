@@ -20,6 +20,9 @@ struct BackupOptions {
   double threshold_multiple = 4.0;
   /// Copies of one task that may run at once, the original included (>= 1; 1: take-overs only).
   std::size_t max_copies = 2;
+  /// Whether an idle worker takes over other workers' unstarted tasks (step 1 of the rule);
+  /// false: backup copies only.
+  bool take_overs = true;
 
   BackupOptions& set_enabled(bool value) noexcept {
     enabled = value;
@@ -31,6 +34,10 @@ struct BackupOptions {
   }
   BackupOptions& set_max_copies(std::size_t value) noexcept {
     max_copies = value;
+    return *this;
+  }
+  BackupOptions& set_take_overs(bool value) noexcept {
+    take_overs = value;
     return *this;
   }
 };
@@ -75,7 +82,8 @@ struct BackupAction {
 /// @endcode
 ///
 /// The decisions, fastest available worker first (least learned mean, then lowest index):
-/// 1. Take-over: the worker whose last unstarted task is expected to finish last (its running
+/// 1. Take-over (unless BackupOptions::take_overs is false): the worker whose last unstarted task
+/// is expected to finish last (its running
 ///    copy's expected remaining time, mean - elapsed, plus unstarted x mean) gives that task to
 ///    the available worker when the latter's mean is below that expected finish.
 /// 2. Backup copy: of the running copy most overdue (largest elapsed / threshold), when fewer
