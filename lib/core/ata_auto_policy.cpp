@@ -534,13 +534,13 @@ std::size_t AtaAutoPolicy::more_unseen(std::size_t batch, std::size_t tasks, dou
   for (std::size_t j = 0; j < heap_.size(); ++j) {
     if (candidate_tasks_[j] == 0) continue;
     ++used;
-    slowest = std::max(slowest, workers_[heap_[j].second].mean);
+    slowest = std::max(slowest, corrected_mean(workers_[heap_[j].second]));
   }
   std::size_t useful = 0;
   double cost = 0.0;
   recent_times_.clear();
   for (const auto& [worker, seconds] : recent_) {
-    useful += workers_[worker].mean < slowest;
+    useful += corrected_mean(workers_[worker]) < slowest;
     cost += std::max(seconds - predicted, 0.0);
     recent_times_.push_back(seconds);
   }

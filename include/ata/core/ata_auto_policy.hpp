@@ -145,7 +145,7 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] const Options& options() const noexcept { return options_; }
 
   /// The mean the learner uses for `worker`: over its samples since its last detected change
-  /// (0 while unseen), censored times included (see observe_censored below). Throws
+  /// (0 while unseen), censored times included (step 3 above). Throws
   /// ata::InvalidArgument when out of range.
   [[nodiscard]] double estimated_mean(std::size_t worker) const;
   /// The samples behind estimated_mean(worker). Throws ata::InvalidArgument when out of range.
