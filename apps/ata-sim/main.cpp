@@ -48,7 +48,10 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"wall_time_vs_gta", r.wall_time / gta.wall_time},
                      {"worker_time_vs_gta", r.worker_time / gta.worker_time},
                      {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
-                     {"proxy_loss_regret", r.regret}};
+                     {"proxy_loss_regret", r.regret},
+                     {"takeovers", r.takeovers},
+                     {"backup_copies", r.backup_copies},
+                     {"stopped_copies", r.stopped_copies}};
     if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
     if (r.eofta) {  // the last solution: its expected round time, OFTA's, and the lower bound
       s["expected_round_time"] = r.eofta->expected_round_time;
@@ -66,6 +69,9 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
           {"alpha", *config.policy.alpha},
           {"eta", config.policy.eta},
           {"sgd", o.sgd},
+          {"backups", o.backups},
+          {"backup_threshold", o.backup_threshold},
+          {"backup_copies", o.backup_copies},
           {"strategies", strategies}};
 }
 
@@ -145,7 +151,12 @@ int run(const Options& o) {
   auto scenario =
       ata::apps::scenario_from_flag(o.scenario, o.workers, ata::apps::kDefaultSimWorkers, change);
   ata::sim::ExperimentConfig config{
-      std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400};
+      std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400, {}};
+  config.backups = ata::BackupOptions{}
+                       .set_enabled(o.backups != "off")
+                       .set_take_overs(o.backups == "on")
+                       .set_threshold_multiple(o.backup_threshold)
+                       .set_max_copies(o.backup_copies);
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
@@ -154,6 +165,10 @@ int run(const Options& o) {
   std::printf("ata-sim: scenario %s, n = %zu workers, B = %zu, K = %zu rounds, seed %llu\n",
               config.scenario.name().c_str(), config.scenario.workers(), config.batch, config.rounds,
               static_cast<unsigned long long>(config.seed));
+  if (o.backups != "off") {
+    std::printf("         backups %s: threshold %g x learned mean, at most %zu copies per task\n",
+                o.backups.c_str(), o.backup_threshold, o.backup_copies);
+  }
   std::printf("         alpha = %g (ata), eta = %g (ata-e)%s\n", *config.policy.alpha, config.policy.eta,
               o.sgd ? (", SGD on the quadratic, d = " + std::to_string(o.dim)).c_str() : "");
 

@@ -39,6 +39,16 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--change-round", o.change_round,
                  "round at which 'slowdown' slows worker 0 (default K/2)")
       ->transform(whole_number(1, kMaxSimRounds));
+  app.add_option("--backups", o.backups,
+                 "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
+                 "tasks, then copies overdue ones), copies (backup copies only), off")
+      ->check(CLI::IsMember({"on", "copies", "off"}));
+  app.add_option("--backup-threshold", o.backup_threshold,
+                 "a running task is overdue after this multiple of its worker's learned mean")
+      ->check(number_in(1.0, false));
+  app.add_option("--backup-copies", o.backup_copies,
+                 "most copies of one task at once, the original included (1: take-overs only)")
+      ->transform(whole_number(1, 16));
   app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
   app.add_option("--dim", o.dim, "SGD dimension d")->transform(whole_number(1, kMaxSimDim));
   app.add_option("--step", o.step, "SGD step size (below 2: larger steps diverge)")

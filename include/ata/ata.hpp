@@ -6,6 +6,7 @@
 #include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/ata_empirical_policy.hpp"
 #include "ata/core/ata_policy.hpp"
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/confidence.hpp"
 #include "ata/core/dynamic_policy.hpp"
 #include "ata/core/error.hpp"

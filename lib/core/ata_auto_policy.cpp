@@ -127,7 +127,11 @@ std::size_t AtaAutoPolicy::explored_per_round(std::size_t batch) noexcept {
 
 double AtaAutoPolicy::estimated_mean(std::size_t worker) const {
   detail::require_worker_index(worker, workers());
-  return workers_[worker].mean;
+  return corrected_mean(workers_[worker]);
+}
+
+double AtaAutoPolicy::corrected_mean(const Worker& w) noexcept {
+  return w.count == 0 ? 0.0 : w.mean + w.censored / static_cast<double>(w.count);
 }
 
 std::size_t AtaAutoPolicy::estimated_samples(std::size_t worker) const {
@@ -184,7 +188,8 @@ void AtaAutoPolicy::refresh(std::size_t worker) {
   const Worker& w = workers_[worker];
   const double k = static_cast<double>(w.count);
   const double scale2 = options_.exploration * options_.exploration;
-  centre_[worker] = std::log(w.mean);  // -inf for a mean of 0: drawn as 0, the fastest possible
+  // -inf for a mean of 0: drawn as 0, the fastest possible.
+  centre_[worker] = std::log(corrected_mean(w));
   if (w.count >= 2 && w.mean > 0.0) {
     const double per = scale2 / ((kShrinkDof + k - 1.0) * k);
     pool_weight_[worker] = kShrinkDof * per;
@@ -235,6 +240,14 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   pool_add(worker);
   if (testing && probe_result(worker, residual)) return;
   if (options_.change_threshold < std::numeric_limits<double>::infinity()) test_for_change(worker);
+}
+
+// A censored time t (the task ran at least t) adds t to the worker's time on test and nothing to
+// its count: the exponential likelihood's correction (see the class comment). Only the posterior
+// centre moves; the cv, the pool and the change test see finished times only.
+void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
+  workers_[worker].censored += seconds;
+  if (workers_[worker].count > 0) stale_[worker] = 1;  // an unseen worker stays unseen
 }
 
 // Adds one residual to the worker's sequential test. Every suffix of the test's times (at least
@@ -536,13 +549,13 @@ std::size_t AtaAutoPolicy::more_unseen(std::size_t batch, std::size_t tasks, dou
   for (std::size_t j = 0; j < heap_.size(); ++j) {
     if (candidate_tasks_[j] == 0) continue;
     ++used;
-    slowest = std::max(slowest, workers_[heap_[j].second].mean);
+    slowest = std::max(slowest, corrected_mean(workers_[heap_[j].second]));
   }
   std::size_t useful = 0;
   double cost = 0.0;
   recent_times_.clear();
   for (const auto& [worker, seconds] : recent_) {
-    useful += workers_[worker].mean < slowest;
+    useful += corrected_mean(workers_[worker]) < slowest;
     cost += std::max(seconds - predicted, 0.0);
     recent_times_.push_back(seconds);
   }

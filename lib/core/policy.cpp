@@ -67,6 +67,12 @@ void Policy::observe(std::size_t worker, double seconds) {
   learn(worker, seconds);
 }
 
+void Policy::observe_censored(std::size_t worker, double seconds) {
+  detail::require_worker_index(worker, workers());
+  stats_[worker].add_censored(seconds);  // validates the duration
+  learn_censored(worker, seconds);
+}
+
 const WorkerStats& Policy::stats(std::size_t worker) const {
   detail::require_worker_index(worker, workers());
   return stats_[worker];

@@ -15,6 +15,12 @@ void WorkerStats::add(double seconds) {
   sum_ += seconds;
 }
 
+void WorkerStats::add_censored(double seconds) {
+  detail::require_non_negative(seconds, "censored duration");
+  ++censored_count_;
+  censored_sum_ += seconds;
+}
+
 double WorkerStats::variance() const noexcept {
   return count_ < 2 ? 0.0 : m2_ / static_cast<double>(count_ - 1);
 }

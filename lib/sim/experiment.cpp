@@ -30,7 +30,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   } else {
     policy = make_policy(strategy, config.scenario.workers(), options);
   }
-  Simulation simulation(config.scenario, *policy, config.batch, config.seed);
+  Simulation simulation(config.scenario, *policy, config.batch, config.seed, config.backups);
   std::optional<QuadraticSgd> sgd;
   if (config.sgd) sgd.emplace(config.sgd_dim, config.sgd_step, config.sgd_noise, config.seed);
 
@@ -45,6 +45,9 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     run.wall_time += r.wall_time;
     run.worker_time += r.worker_time;
     run.regret += r.proxy_loss - r.optimal_proxy_loss;
+    run.takeovers += r.takeovers;
+    run.backup_copies += r.backup_copies;
+    run.stopped_copies += r.stopped_copies;
     if (sgd) sgd->step(config.batch);
     if (k * points >= next_point * config.rounds) {
       const double suboptimality = sgd ? sgd->suboptimality() : 0.0;

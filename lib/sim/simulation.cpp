@@ -1,7 +1,9 @@
 #include "ata/sim/simulation.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "ata/core/error.hpp"
@@ -12,9 +14,16 @@ namespace ata::sim {
 namespace {
 using Event = std::pair<double, std::size_t>;  // (finish time, worker): ties by lower index
 constexpr auto kLater = std::greater<Event>{};
+
+// Heap order of the backup round's events: earliest finish first, ties by lower worker index.
+template <class CopyEvent>
+bool finishes_later(const CopyEvent& a, const CopyEvent& b) {
+  return a.finish != b.finish ? a.finish > b.finish : a.worker > b.worker;
+}
 }  // namespace
 
-Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed)
+Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,
+                       const BackupOptions& backups)
     : scenario_(std::move(scenario)),
       policy_(policy),
       oracle_(dynamic_cast<OraclePolicy*>(&policy)),
@@ -24,7 +33,14 @@ Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std
       means_(scenario_.means()),
       allocation_(scenario_.workers()),
       completed_(scenario_.workers(), 0),
-      in_flight_(scenario_.workers(), 0.0) {
+      in_flight_(scenario_.workers(), 0.0),
+      rule_(backups),
+      copies_(scenario_.workers()),
+      queue_(scenario_.workers()),
+      queue_head_(scenario_.workers(), 0),
+      sequence_(scenario_.workers(), 0),
+      has_share_(scenario_.workers(), 0),
+      view_(scenario_.workers()) {
   if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
   if (policy.workers() != scenario_.workers()) {
     throw InvalidArgument("policy '" + std::string(policy.name()) + "' has " +
@@ -58,9 +74,21 @@ RoundRecord Simulation::run_round() {
   record.round = round_;
   record.optimal_proxy_loss = optimal_loss_;
   switch (policy_.dispatch()) {
-    case Dispatch::allocated: allocated_round(record); break;
-    case Dispatch::greedy: greedy_round(record); break;
-    case Dispatch::pull: pull_round(record); break;
+    case Dispatch::allocated:
+      if (rule_.options().enabled) {
+        backup_round(record);
+      } else {
+        allocated_round(record);
+      }
+      break;
+    case Dispatch::greedy:
+      results_.clear();
+      greedy_round(record);
+      break;
+    case Dispatch::pull:
+      results_.clear();
+      pull_round(record);
+      break;
   }
   return record;
 }
@@ -71,6 +99,8 @@ void Simulation::allocated_round(RoundRecord& record) {
   double wall = 0.0;
   double work = 0.0;
   double loss = 0.0;
+  results_.resize(batch_);
+  std::size_t index = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     if (tasks[i] == 0) continue;
     double busy = 0.0;
@@ -78,6 +108,7 @@ void Simulation::allocated_round(RoundRecord& record) {
       const double seconds = models_[i].sample(streams_[i]);
       policy_.observe(i, seconds);
       busy += seconds;
+      results_[index++] = {i, busy};
     }
     wall = std::max(wall, busy);
     work += busy;
@@ -86,6 +117,117 @@ void Simulation::allocated_round(RoundRecord& record) {
   record.wall_time = wall;
   record.worker_time = work;
   record.proxy_loss = loss;
+}
+
+// The allocated round as events in virtual time: copies finish in time order (ties by lower
+// worker index); between finishes the backup rule is asked whenever a worker with a share is
+// idle, and the clock also stops when a running copy becomes overdue.
+void Simulation::backup_round(RoundRecord& record) {
+  policy_.allocate(batch_, allocation_);
+  const auto tasks = allocation_.tasks();
+  const std::size_t n = tasks.size();
+  results_.assign(batch_, TaskResult{});
+  task_copies_.assign(batch_, 0);
+  task_started_.assign(batch_, 0);
+  events_.clear();
+  std::size_t index = 0;
+  double loss = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    queue_[i].clear();
+    for (std::size_t t = 0; t < tasks[i]; ++t) queue_[i].push_back(index++);
+    queue_head_[i] = 0;
+    copies_[i].running = false;
+    has_share_[i] = tasks[i] > 0;
+    if (tasks[i] > 0) loss = std::max(loss, static_cast<double>(tasks[i]) * means_[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (tasks[i] > 0) start_copy(i, queue_[i][queue_head_[i]++], 0.0);
+  }
+  double now = 0.0;
+  double work = 0.0;
+  std::size_t remaining = batch_;
+  const auto describe = [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      const Copy& c = copies_[i];
+      BackupWorker& v = view_[i];
+      v.mean = policy_.stats(i).mean();
+      v.unstarted = queue_[i].size() - queue_head_[i];
+      v.running = c.running;
+      v.elapsed = c.running ? now - c.start : 0.0;
+      v.copies = c.running ? task_copies_[c.task] : 0;
+      v.available = has_share_[i] && !c.running && v.unstarted == 0;
+    }
+  };
+  const auto later = finishes_later<Event>;
+  while (remaining > 0) {
+    describe();
+    for (BackupAction a = rule_.next(view_); a.kind != BackupAction::Kind::none;
+         a = rule_.next(view_)) {
+      if (a.kind == BackupAction::Kind::take_over) {
+        const std::size_t task = queue_[a.from].back();
+        queue_[a.from].pop_back();
+        start_copy(a.worker, task, now);
+        ++record.takeovers;
+      } else {
+        start_copy(a.worker, copies_[a.from].task, now);
+        ++record.backup_copies;
+      }
+      describe();
+    }
+    const double wake = now + rule_.time_to_next_overdue(view_);
+    // Stale events (copies stopped since) are dropped; one valid event is always pending,
+    // since a task without a result has a copy running or queued behind a running one.
+    while (!events_.empty() && events_.front().sequence != sequence_[events_.front().worker]) {
+      std::pop_heap(events_.begin(), events_.end(), later);
+      events_.pop_back();
+    }
+    const Event next = events_.front();
+    if (wake < next.finish) {
+      // The rule answers from elapsed times computed as now - start: step past rounding.
+      now = std::max(wake, std::nextafter(now, std::numeric_limits<double>::infinity()));
+      continue;
+    }
+    std::pop_heap(events_.begin(), events_.end(), later);
+    events_.pop_back();
+    now = next.finish;
+    const std::size_t w = next.worker;
+    Copy& done = copies_[w];
+    done.running = false;
+    ++sequence_[w];
+    work += done.duration;
+    results_[done.task] = {w, now};
+    --remaining;
+    policy_.observe(w, done.duration);
+    --task_copies_[done.task];
+    for (std::size_t u = 0; u < n && task_copies_[done.task] > 0; ++u) {
+      Copy& other = copies_[u];
+      if (!other.running || other.task != done.task) continue;
+      const double ran = now - other.start;
+      other.running = false;
+      ++sequence_[u];
+      --task_copies_[done.task];
+      work += ran;
+      ++record.stopped_copies;
+      policy_.observe_censored(u, ran);
+      if (queue_head_[u] < queue_[u].size()) start_copy(u, queue_[u][queue_head_[u]++], now);
+    }
+    if (queue_head_[w] < queue_[w].size()) start_copy(w, queue_[w][queue_head_[w]++], now);
+  }
+  for (const std::size_t started : task_started_) {
+    record.most_copies = std::max(record.most_copies, started);
+  }
+  record.wall_time = now;
+  record.worker_time = work;
+  record.proxy_loss = loss;
+}
+
+void Simulation::start_copy(std::size_t worker, std::size_t task, double now) {
+  const double duration = models_[worker].sample(streams_[worker]);
+  copies_[worker] = {task, now, duration, true};
+  ++task_copies_[task];
+  ++task_started_[task];
+  events_.push_back({now + duration, worker, ++sequence_[worker]});
+  std::push_heap(events_.begin(), events_.end(), finishes_later<Event>);
 }
 
 void Simulation::greedy_round(RoundRecord& record) {

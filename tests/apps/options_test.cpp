@@ -61,6 +61,13 @@ TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
   CHECK(o.rounds == 10);  // decimal, although CLI11 alone reads a leading 0 as octal
   CHECK(o.seed == 18446744073709551615u);
   CHECK(o.json_path == "out.json");
+  CHECK(defaults.backups == "on");
+  CHECK(defaults.backup_threshold == 4.0);
+  CHECK(defaults.backup_copies == 2);
+  const auto b = sim({"--backups", "copies", "--backup-threshold", "2.5", "--backup-copies", "3"});
+  CHECK(b.backups == "copies");
+  CHECK(b.backup_threshold == 2.5);
+  CHECK(b.backup_copies == 3);
   const auto argv = argv_of("ata-sim", {"--help"});
   const auto help = ata::apps::parse_sim_options(static_cast<int>(argv.size()), argv.data()).help;
   REQUIRE(help);

@@ -35,7 +35,7 @@ namespace ata {
 /// Each round:
 /// 1. Exploration: one task each for workers the learner knows little about, beside the
 ///    exploitation of the others.
-///    - Budgeted: first the follow-ups of a worker under test (step 3), then, while the
+///    - Budgeted: first the follow-ups of a worker under test (step 4), then, while the
 ///      exploration credit is positive, the workers observed least recently: the unseen ones
 ///      first (lowest index first), then the idle ones, oldest first; at most
 ///      explored_per_round(B) = ceil(sqrt(B) / 2) workers in all (B = 8: 2, B = 23: 3,
@@ -66,7 +66,14 @@ namespace ata {
 ///    max_i a_i mu_i would give it one. A worker gets at most twice as many tasks as it has
 ///    times since its last change, so that an estimate from a few lucky times costs one
 ///    bounded round.
-/// 3. Every observation feeds a change test per worker: the clipped log-times of its last 4,
+/// 3. Censored times (Policy::observe_censored: a copy stopped after t because a backup
+///    finished first) enter the mean as "total time on test": the mean used for worker i is
+///    (sum of its finished times + sum of its censored times) / (number of finished times), the
+///    maximum-likelihood mean of exponential times under right-censoring, so a worker whose
+///    tasks get stopped is not taken for faster than it is; the spread, the pooled cv and the
+///    change test use finished times only (a censored time is a lower bound, not a draw).
+///    Censored times of a worker not yet seen wait for its first finished one.
+/// 4. Every observation feeds a change test per worker: the clipped log-times of its last 4,
 ///    8 and 16 tasks are compared with its older ones; a shift of more than
 ///    Options::change_threshold standard errors restarts the worker's statistics from those
 ///    recent tasks, so a worker that slows down loses its tasks within a round or two. A worker
@@ -138,7 +145,8 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] const Options& options() const noexcept { return options_; }
 
   /// The mean the learner uses for `worker`: over its samples since its last detected change
-  /// (0 while unseen). Throws ata::InvalidArgument when out of range.
+  /// (0 while unseen), censored times included (step 3 above). Throws
+  /// ata::InvalidArgument when out of range.
   [[nodiscard]] double estimated_mean(std::size_t worker) const;
   /// The samples behind estimated_mean(worker). Throws ata::InvalidArgument when out of range.
   [[nodiscard]] std::size_t estimated_samples(std::size_t worker) const;
@@ -168,10 +176,13 @@ class AtaAutoPolicy final : public Policy {
     double log_mean = 0.0;
     double log_m2 = 0.0;
     double relative_m2 = 0.0;  // m2 / mean^2, as last added to the pool
+    double censored = 0.0;     // sum of the censored times since the last change
   };
 
   void choose(std::size_t batch, Allocation& out) override;
   void learn(std::size_t worker, double seconds) override;
+  void learn_censored(std::size_t worker, double seconds) override;
+  [[nodiscard]] static double corrected_mean(const Worker& w) noexcept;
 
   void pick_explored(std::size_t batch);
   double plan(std::size_t tasks);

@@ -74,6 +74,13 @@ class Policy {
   /// Records that one task on `worker` took `seconds`. Throws ata::InvalidArgument for a
   /// worker index out of range or a duration that is NaN, infinite or negative.
   void observe(std::size_t worker, double seconds);
+  /// Records that a task on `worker` ran at least `seconds` and was stopped unfinished (a
+  /// backup copy elsewhere finished first): a censored observation. It goes to stats(worker)'s
+  /// censored count and sum, never into its mean; a learner may use it (ata-auto does; the
+  /// paper's ATA and ATA-Empirical ignore it: their confidence bounds assume complete samples).
+  /// Throws ata::InvalidArgument for a worker index out of range or a duration that is NaN,
+  /// infinite or negative.
+  void observe_censored(std::size_t worker, double seconds);
 
   /// Statistics of the durations observed from `worker` (throws when out of range).
   [[nodiscard]] const WorkerStats& stats(std::size_t worker) const;
@@ -94,6 +101,8 @@ class Policy {
   [[nodiscard]] std::span<const double> backlog() const noexcept { return backlog_; }
   /// Hook after stats(worker) has absorbed a valid observation.
   virtual void learn(std::size_t /*worker*/, double /*seconds*/) {}
+  /// Hook after stats(worker) has absorbed a valid censored observation.
+  virtual void learn_censored(std::size_t /*worker*/, double /*seconds*/) {}
 
  private:
   std::vector<WorkerStats> stats_;

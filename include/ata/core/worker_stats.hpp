@@ -30,14 +30,25 @@ class WorkerStats {
   [[nodiscard]] double variance() const noexcept;
   /// Square root of variance().
   [[nodiscard]] double stddev() const noexcept;
-  /// Sum of the samples (the worker's total busy time).
+  /// Sum of the samples (the worker's busy time on finished tasks).
   [[nodiscard]] double sum() const noexcept { return sum_; }
+
+  /// Adds one censored duration: a task ran at least `seconds` and was stopped (a backup copy
+  /// finished first). Kept apart: count(), mean() and variance() stay those of finished tasks.
+  /// Throws ata::InvalidArgument if `seconds` is NaN, infinite or negative.
+  void add_censored(double seconds);
+  /// Number of censored durations.
+  [[nodiscard]] std::size_t censored_count() const noexcept { return censored_count_; }
+  /// Sum of the censored durations (busy time on stopped tasks).
+  [[nodiscard]] double censored_sum() const noexcept { return censored_sum_; }
 
  private:
   std::size_t count_ = 0;
   double mean_ = 0.0;
   double m2_ = 0.0;  // sum of squared deviations from the running mean
   double sum_ = 0.0;
+  std::size_t censored_count_ = 0;
+  double censored_sum_ = 0.0;
 };
 
 }  // namespace ata

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/sim/expected_round_time.hpp"
 #include "ata/sim/scenario.hpp"
@@ -33,6 +34,8 @@ struct ExperimentConfig {
   double sgd_noise = 1e-3;
   /// Rounds recorded in the trace, evenly spaced (the last round always included).
   std::size_t trace_points = 400;
+  /// Backup tasks for allocated strategies (see Simulation); off by default here.
+  BackupOptions backups;
 };
 
 /// One recorded point: totals up to and including `round`.
@@ -52,6 +55,11 @@ struct StrategyRun {
   double regret = 0.0;
   std::optional<double> final_suboptimality;
   std::vector<TracePoint> trace;
+  /// Backups, summed over the rounds (see RoundRecord): unstarted tasks taken over, backup
+  /// copies started, copies stopped.
+  std::size_t takeovers = 0;
+  std::size_t backup_copies = 0;
+  std::size_t stopped_copies = 0;
   /// For "eofta": the solution it played last (the laws after the scenario's last change).
   std::optional<EoftaSolution> eofta;
 };

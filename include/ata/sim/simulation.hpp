@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ata/core/allocation.hpp"
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/oracle_policy.hpp"
 #include "ata/core/policy.hpp"
 #include "ata/sim/eofta_policy.hpp"
@@ -24,6 +25,19 @@ struct RoundRecord {
   /// allocation that actually completed.
   double proxy_loss = 0.0;
   double optimal_proxy_loss = 0.0;  ///< min_a l(a, mu): OFTA's proxy loss
+  /// Allocated rounds with backups (see Simulation): unstarted tasks taken over by idle workers,
+  /// backup copies started, copies stopped because another copy finished first, and the most
+  /// copies any one task had.
+  std::size_t takeovers = 0;
+  std::size_t backup_copies = 0;
+  std::size_t stopped_copies = 0;
+  std::size_t most_copies = 0;
+};
+
+/// Who gave one task's result in a round, and when (model time from the round's start).
+struct TaskResult {
+  std::size_t worker = 0;
+  double finish = 0.0;
 };
 
 /// Runs rounds of `policy` on `scenario` in virtual time (model units, no sleeping).
@@ -45,6 +59,17 @@ struct RoundRecord {
 /// (EoftaPolicy::set_models) in the same way. Other policies learn of a change only through the
 /// task times they observe.
 ///
+/// Backups (allocated dispatch, BackupOptions::enabled): the round's tasks 0..B-1 are queued
+/// on the workers in allocation order (worker 0's a_0 first), each worker runs its queue in order,
+/// and whenever a worker with a share has finished it while the round still waits, the shared
+/// BackupRule decides whether it takes over another worker's unstarted task or starts a backup
+/// copy of an overdue one; it is asked again at every finish and whenever a running copy
+/// becomes overdue. The workers' learned means are the policy's stats(i).mean(). The first
+/// copy of a task to finish gives its result and is observed; the others are stopped at once,
+/// their running time counts as worker time and is reported with Policy::observe_censored().
+/// A copy draws its time from its own worker's stream, so an outage hangs one copy, not the
+/// task. Greedy and pull rounds ignore backups (no worker waits there for another's task).
+///
 /// Worker i draws from its own random stream (seed, i), so its u-th task takes the same time
 /// under every strategy: strategies run with the same seed are compared on common random numbers.
 ///
@@ -59,8 +84,10 @@ struct RoundRecord {
 /// Not thread-safe; the policy must outlive the simulation and have scenario.workers() workers.
 class Simulation {
  public:
-  /// Throws ata::InvalidArgument if batch = 0 or the policy has another number of workers.
-  Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed);
+  /// Throws ata::InvalidArgument if batch = 0, the policy has another number of workers, or the
+  /// backup options are invalid (see BackupRule).
+  Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,
+             const BackupOptions& backups = {});
 
   /// Runs the next round.
   RoundRecord run_round();
@@ -69,10 +96,15 @@ class Simulation {
   [[nodiscard]] const Scenario& scenario() const noexcept { return scenario_; }
   /// The workers' true means now (after any WorkerChange that has taken effect).
   [[nodiscard]] const std::vector<double>& current_means() const noexcept { return means_; }
+  /// The last allocated round's results, by task index (B entries; empty after a greedy or pull
+  /// round): every index has exactly one, with or without backups.
+  [[nodiscard]] const std::vector<TaskResult>& last_results() const noexcept { return results_; }
 
  private:
   void apply_changes();
   void allocated_round(RoundRecord& record);
+  void backup_round(RoundRecord& record);
+  void start_copy(std::size_t worker, std::size_t task, double now);
   void greedy_round(RoundRecord& record);
   void pull_round(RoundRecord& record);
   double completed_proxy_loss() const;
@@ -92,6 +124,30 @@ class Simulation {
   std::vector<std::size_t> completed_;               // per worker, greedy and pull rounds
   std::vector<double> in_flight_;                    // duration of each worker's current task
   std::vector<std::pair<double, std::size_t>> heap_;  // (finish time, worker)
+  std::vector<TaskResult> results_;
+
+  // Backups: the rule, and the state of the round in progress.
+  BackupRule rule_;
+  struct Copy {  // what a worker runs
+    std::size_t task = 0;
+    double start = 0.0;
+    double duration = 0.0;
+    bool running = false;
+  };
+  std::vector<Copy> copies_;                     // per worker
+  std::vector<std::vector<std::size_t>> queue_;  // per worker: unstarted task indices, in order
+  std::vector<std::size_t> queue_head_;          // per worker: next index of queue_ to start
+  std::vector<std::size_t> task_copies_;         // per task: copies running now
+  std::vector<std::size_t> task_started_;        // per task: copies started this round
+  std::vector<std::size_t> sequence_;            // per worker: copies started, to spot stale events
+  std::vector<unsigned char> has_share_;         // per worker: a_i > 0 this round
+  struct Event {  // a copy's finish; stale once its worker's sequence has moved on
+    double finish;
+    std::size_t worker;
+    std::size_t sequence;
+  };
+  std::vector<Event> events_;
+  std::vector<BackupWorker> view_;
 };
 
 }  // namespace ata::sim

@@ -1,0 +1,128 @@
+#pragma once
+/// @file
+/// Backup tasks for the allocated mode: which idle worker takes over which unstarted task, and
+/// when a running task earns a backup copy. One pure rule, shared by every driver (the
+/// simulator in virtual time; a thread runtime on the clock).
+
+#include <cstddef>
+#include <limits>
+#include <span>
+
+namespace ata {
+
+/// Settings of the backup rule.
+struct BackupOptions {
+  /// Off: the batch waits for every allocated task where it was allocated.
+  bool enabled = false;
+  /// A running copy is overdue once it has run threshold_multiple x its worker's learned mean
+  /// (> 1; +infinity: take-overs only, never a backup copy). 4 means a probability of
+  /// e^-4 = 1.8 % for exponential times and e^-7 = 0.09 % for the paper's shifted ones.
+  double threshold_multiple = 4.0;
+  /// Copies of one task that may run at once, the original included (>= 1; 1: take-overs only).
+  std::size_t max_copies = 2;
+  /// Whether an idle worker takes over other workers' unstarted tasks (step 1 of the rule);
+  /// false: backup copies only.
+  bool take_overs = true;
+
+  BackupOptions& set_enabled(bool value) noexcept {
+    enabled = value;
+    return *this;
+  }
+  BackupOptions& set_threshold_multiple(double value) noexcept {
+    threshold_multiple = value;
+    return *this;
+  }
+  BackupOptions& set_max_copies(std::size_t value) noexcept {
+    max_copies = value;
+    return *this;
+  }
+  BackupOptions& set_take_overs(bool value) noexcept {
+    take_overs = value;
+    return *this;
+  }
+};
+
+/// One worker of a batch in progress, as the rule sees it at one instant.
+struct BackupWorker {
+  double mean = 0.0;          ///< its learned mean task time (Policy::stats); 0 when unknown
+  std::size_t unstarted = 0;  ///< tasks of the batch queued on it and not started
+  bool running = false;       ///< it runs a copy of one of the batch's tasks
+  double elapsed = 0.0;       ///< how long that copy has run
+  std::size_t copies = 0;     ///< copies of that task running now, this one included
+  /// Idle and free to help: it had a share of the batch and has finished it. A worker the
+  /// allocation gave nothing never helps, so that backups never undo the allocation's choice.
+  bool available = false;
+};
+
+/// What one available worker should do now.
+struct BackupAction {
+  enum class Kind {
+    none,       ///< nothing worth doing: wait for a finish or for time_to_next_overdue()
+    take_over,  ///< `worker` runs the last unstarted task queued on `from`
+    backup,     ///< `worker` starts a copy of the task running on `from`
+  };
+  Kind kind = Kind::none;
+  std::size_t worker = 0;
+  std::size_t from = 0;
+};
+
+/// The rule. A driver describes the batch in progress (one BackupWorker per worker) and calls
+/// next() until it answers Kind::none, applying each action before the next call; then it waits
+/// until a copy finishes or time_to_next_overdue() has passed, and asks again. The first copy
+/// of a task to finish gives its result; the driver stops the others and reports each stopped
+/// copy's running time with Policy::observe_censored().
+///
+/// @code
+/// ata::BackupRule rule(ata::BackupOptions{}.set_enabled(true));
+/// std::vector<ata::BackupWorker> view = describe_batch();  // the driver's state
+/// for (auto a = rule.next(view); a.kind != ata::BackupAction::Kind::none; a = rule.next(view)) {
+///   apply(a);  // moves a task or starts a copy, and updates `view`
+/// }
+/// double wait = rule.time_to_next_overdue(view);  // +inf: wait for a finish only
+/// @endcode
+///
+/// The decisions, fastest available worker first (least learned mean, then lowest index):
+/// 1. Take-over (unless BackupOptions::take_overs is false): the worker whose last unstarted task
+/// is expected to finish last (its running
+///    copy's expected remaining time, mean - elapsed, plus unstarted x mean) gives that task to
+///    the available worker when the latter's mean is below that expected finish.
+/// 2. Backup copy: of the running copy most overdue (largest elapsed / threshold), when fewer
+///    than max_copies copies of its task run, it has run threshold_multiple x its worker's mean,
+///    and at least the available worker's mean (a copy that has run t is, under heavy tails,
+///    expected to need of the order of t more, so a slower copy would rarely win).
+/// A worker whose mean is unknown (0) is given the largest known mean; with none known, no
+/// backup copy starts.
+///
+/// Immutable after construction: every method is const and thread-safe.
+class BackupRule {
+ public:
+  /// Throws ata::InvalidArgument for a threshold_multiple that is NaN or <= 1, or max_copies 0.
+  explicit BackupRule(const BackupOptions& options);
+
+  [[nodiscard]] const BackupOptions& options() const noexcept { return options_; }
+
+  /// The next action (Kind::none when disabled).
+  [[nodiscard]] BackupAction next(std::span<const BackupWorker> workers) const;
+
+  /// How long from this instant until next() may answer a backup copy while nothing finishes:
+  /// the least time for a running copy to become overdue for the fastest available worker
+  /// (0 when one already is; +infinity when none will: no available worker, no known mean, or
+  /// every task at max_copies).
+  [[nodiscard]] double time_to_next_overdue(std::span<const BackupWorker> workers) const;
+
+ private:
+  struct Helper {
+    std::size_t worker;
+    double mean;
+  };
+  [[nodiscard]] double known_fallback(std::span<const BackupWorker> workers) const noexcept;
+  [[nodiscard]] Helper fastest_available(std::span<const BackupWorker> workers,
+                                         double fallback) const noexcept;
+  // The running time past which the copy on `worker` earns a backup by a helper of `helper_mean`.
+  [[nodiscard]] double due(const BackupWorker& worker, double fallback,
+                           double helper_mean) const noexcept;
+
+  BackupOptions options_;
+};
+
+}  // namespace ata
