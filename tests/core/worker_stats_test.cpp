@@ -55,3 +55,48 @@ TEST_CASE("worker stats reject bad durations", "[core][stats][errors]") {
   REQUIRE_THROWS_WITH(s.add(std::numeric_limits<double>::infinity()), ContainsSubstring("inf"));
   CHECK(s.count() == 0);  // a rejected sample leaves the stats untouched
 }
+
+TEST_CASE("merged summaries equal one stream fed sample by sample", "[core][stats]") {
+  // Chunks of a heavy-tailed stream around a large mean, summarised apart and merged in order,
+  // against the same samples added one by one.
+  std::mt19937_64 rng(11);
+  std::exponential_distribution<double> tail(1.0);
+  ata::WorkerStats whole;
+  ata::WorkerStats merged;
+  for (std::size_t chunk : {1U, 7U, 0U, 64U, 2U, 300U}) {
+    ata::WorkerStats part;
+    for (std::size_t t = 0; t < chunk; ++t) {
+      const double x = 1e3 + tail(rng);
+      whole.add(x);
+      part.add(x);
+    }
+    merged.merge(part);
+  }
+  REQUIRE(merged.count() == whole.count());
+  CHECK(merged.mean() == Approx(whole.mean()).epsilon(1e-13));
+  CHECK(merged.variance() == Approx(whole.variance()).epsilon(1e-9));
+  CHECK(merged.sum() == Approx(whole.sum()).epsilon(1e-13));
+
+  ata::WorkerStats empty;
+  merged.merge(empty);
+  CHECK(merged.count() == whole.count());
+  empty.merge(whole);
+  CHECK(empty.mean() == whole.mean());
+  CHECK(empty.variance() == whole.variance());
+}
+
+TEST_CASE("a repeated sample adds in O(1) what adding it each time would", "[core][stats]") {
+  ata::WorkerStats once;
+  ata::WorkerStats each;
+  once.add(1.0);
+  each.add(1.0);
+  once.add(2.5, 4);
+  for (int t = 0; t < 4; ++t) each.add(2.5);
+  once.add(3.0, 0);
+  CHECK(once.count() == 5);
+  CHECK(once.mean() == Approx(each.mean()));
+  CHECK(once.variance() == Approx(each.variance()));
+  CHECK(once.sum() == Approx(each.sum()));
+  CHECK_THROWS_WITH(once.add(-1.0, 3), ContainsSubstring("-1"));
+  CHECK(once.count() == 5);
+}
