@@ -15,14 +15,16 @@ void WorkerStats::add(double seconds) {
   sum_ += seconds;
 }
 
-void WorkerStats::add(double seconds, std::size_t times) {
-  detail::require_non_negative(seconds, "duration");
-  if (times == 0) return;
-  WorkerStats same;
-  same.count_ = times;
-  same.mean_ = seconds;
-  same.sum_ = seconds * static_cast<double>(times);
-  merge(same);
+WorkerStats WorkerStats::from_moments(std::size_t count, double mean, double m2) {
+  detail::require_non_negative(mean, "mean duration");
+  detail::require_non_negative(m2, "sum of squared deviations");
+  WorkerStats s;
+  if (count == 0) return s;
+  s.count_ = count;
+  s.mean_ = mean;
+  s.m2_ = count < 2 ? 0.0 : m2;
+  s.sum_ = mean * static_cast<double>(count);
+  return s;
 }
 
 void WorkerStats::merge(const WorkerStats& other) noexcept {

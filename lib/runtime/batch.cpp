@@ -86,9 +86,11 @@ void Batch::run(Worker& worker) noexcept {
         break;
       case Dispatch::pull:
         run_pull(worker, ctx);
+        summarise(worker.index());
         break;
       case Dispatch::greedy:
         run_greedy(worker, ctx);
+        summarise(worker.index());
         break;
     }
   } catch (...) {
@@ -131,10 +133,47 @@ std::chrono::nanoseconds Batch::run_task(Worker& worker, TaskContext& ctx, std::
   return duration;
 }
 
-void Batch::summarise(std::size_t worker, std::chrono::nanoseconds duration) noexcept {
-  // Never throws: a duration is never negative. Converted as the per-sample path converts.
-  if (timing_ != Timing::samples) {
-    logs_[worker].summary.add(std::chrono::duration<double>(duration).count());
+namespace {
+
+// The statistics, in seconds, of the durations `for_each` visits: an exact integer sum, then
+// the squared deviations from the mean (a two-pass summary, at least as accurate as adding
+// the durations one by one).
+template <class ForEach>
+WorkerStats summary_of(ForEach for_each) {
+  std::size_t count = 0;
+  std::chrono::nanoseconds total{0};
+  for_each([&](std::chrono::nanoseconds d) {
+    ++count;
+    total += d;
+  });
+  if (count == 0) return {};
+  const double mean = static_cast<double>(total.count()) / static_cast<double>(count);
+  double m2 = 0.0;
+  for_each([&](std::chrono::nanoseconds d) {
+    const double deviation = static_cast<double>(d.count()) - mean;
+    m2 += deviation * deviation;
+  });
+  constexpr double kSeconds = 1e-9;
+  return WorkerStats::from_moments(count, mean * kSeconds, m2 * kSeconds * kSeconds);
+}
+
+}  // namespace
+
+void Batch::summarise(std::size_t worker) {
+  if (timing_ != Timing::summaries) return;
+  WorkerLog& log = logs_[worker];
+  if (mode_ == Dispatch::allocated) {
+    const std::size_t first = first_task_[worker];
+    const std::size_t end = first + allocation_[worker];
+    log.summary = summary_of([&](auto&& visit) {
+      for (std::size_t task = first; task < end; ++task) visit(records_[task].duration);
+    });
+  } else {
+    log.summary = summary_of([&](auto&& visit) {
+      for (const RanTask& r : log.ran) {
+        if (r.slot != kDiscarded) visit(r.duration);
+      }
+    });
   }
 }
 
@@ -170,8 +209,8 @@ void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
     record.worker = i;
     record.duration = duration;
     log.busy += duration;
-    summarise(i, duration);
   }
+  summarise(i);
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
@@ -199,8 +238,8 @@ void Batch::run_allocated_timing_chunk(Worker& worker, TaskContext& ctx) {
     record.worker = i;
     record.duration = mean;
   }
-  log.summary.add(std::chrono::duration<double>(log.busy).count() / static_cast<double>(tasks),
-                  tasks);
+  log.summary = WorkerStats::from_moments(
+      tasks, std::chrono::duration<double>(log.busy).count() / static_cast<double>(tasks), 0.0);
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
@@ -216,7 +255,6 @@ void Batch::run_pull(Worker& worker, TaskContext& ctx) {
     const auto duration = run_task(worker, ctx, task, since);
     body_.accept(i, task);
     record(i, {task, duration, task});
-    summarise(i, duration);
   }
 }
 
@@ -241,7 +279,6 @@ void Batch::run_greedy(Worker& worker, TaskContext& ctx) {
     if (slot < batch_) {
       body_.accept(i, slot);
       record(i, {task, duration, slot});
-      summarise(i, duration);
       // The B-th result is claimed: whatever still runs is surplus. The outcome is settled
       // when the workers inside have left (their accept() may still fail).
       if (slot + 1 == batch_) {

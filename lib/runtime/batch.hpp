@@ -28,7 +28,7 @@ namespace ata::runtime::detail {
 // How the workers time their tasks and what they prepare for the policy.
 enum class Timing : std::uint8_t {
   samples,      // every task timed and logged; the policy observes each (needs_every_sample())
-  summaries,    // every task timed; each worker also summarises its accepted tasks' times
+  summaries,    // every task timed; each worker summarises its accepted tasks' times at the end
   chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
 };
 
@@ -141,8 +141,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
                                                  TaskClock::Ticks end) const noexcept {
     return clock_.to_duration(end > since ? end - since : 0);
   }
-  // Adds an accepted task's time to `worker`'s summary, when the policy takes summaries.
-  void summarise(std::size_t worker, std::chrono::nanoseconds duration) noexcept;
+  // Under Timing::summaries, on the worker once its tasks have run: summarises the times of
+  // the tasks it ran and kept (two passes over its own records: the exact integer sum, then
+  // the squared deviations from the mean), so that no arithmetic is added per task.
+  void summarise(std::size_t worker);
   // Appends to worker `worker`'s log; out of memory becomes an ata::Error.
   void record(std::size_t worker, const RanTask& ran);
   // Whether all B results are in, so that stopping the batch now loses nothing.

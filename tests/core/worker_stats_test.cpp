@@ -85,18 +85,17 @@ TEST_CASE("merged summaries equal one stream fed sample by sample", "[core][stat
   CHECK(empty.variance() == whole.variance());
 }
 
-TEST_CASE("a repeated sample adds in O(1) what adding it each time would", "[core][stats]") {
-  ata::WorkerStats once;
-  ata::WorkerStats each;
-  once.add(1.0);
-  each.add(1.0);
-  once.add(2.5, 4);
-  for (int t = 0; t < 4; ++t) each.add(2.5);
-  once.add(3.0, 0);
-  CHECK(once.count() == 5);
-  CHECK(once.mean() == Approx(each.mean()));
-  CHECK(once.variance() == Approx(each.variance()));
-  CHECK(once.sum() == Approx(each.sum()));
-  CHECK_THROWS_WITH(once.add(-1.0, 3), ContainsSubstring("-1"));
-  CHECK(once.count() == 5);
+TEST_CASE("statistics built from moments merge like the samples behind them", "[core][stats]") {
+  ata::WorkerStats samples;
+  for (double x : {2.0, 4.0, 9.0}) samples.add(x);
+  // Mean 5, squared deviations 9 + 1 + 16 = 26.
+  const auto moments = ata::WorkerStats::from_moments(3, 5.0, 26.0);
+  CHECK(moments.count() == 3);
+  CHECK(moments.mean() == samples.mean());
+  CHECK(moments.variance() == Approx(samples.variance()));
+  CHECK(moments.sum() == Approx(samples.sum()));
+  CHECK(ata::WorkerStats::from_moments(0, 1.0, 0.0).count() == 0);
+  CHECK_THROWS_WITH(ata::WorkerStats::from_moments(2, -1.0, 0.0), ContainsSubstring("mean"));
+  CHECK_THROWS_WITH(ata::WorkerStats::from_moments(2, 1.0, std::nan("")),
+                    ContainsSubstring("squared deviations"));
 }

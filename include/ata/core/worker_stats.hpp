@@ -29,11 +29,12 @@ class WorkerStats {
  public:
   /// Adds one duration. Throws ata::InvalidArgument if `seconds` is NaN, infinite or negative.
   void add(double seconds);
-  /// Adds `times` samples all equal to `seconds` in O(1) (nothing when times = 0). Throws
-  /// ata::InvalidArgument if `seconds` is NaN, infinite or negative.
-  void add(double seconds, std::size_t times);
   /// Absorbs the samples summarised by `other` (whose samples are valid by construction).
   void merge(const WorkerStats& other) noexcept;
+  /// The statistics of `count` samples of mean `mean` whose squared deviations from it sum to
+  /// `m2`: a summary computed elsewhere (say, in two passes over a chunk's times), to merge.
+  /// Throws ata::InvalidArgument when `mean` or `m2` is NaN, infinite or negative.
+  [[nodiscard]] static WorkerStats from_moments(std::size_t count, double mean, double m2);
 
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   /// Mean of the samples; 0 when there are none.
