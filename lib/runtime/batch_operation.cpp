@@ -330,9 +330,11 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
 }
 
 void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {
+  // Read first: once the batch is submitted, a task may destroy the pool.
+  const auto spin = idle_spin();
   start_blocking();
   const auto done = [&] { return done_.load(std::memory_order_acquire); };
-  if (!spin_until(done, idle_spin())) {
+  if (!spin_until(done, spin)) {
     std::unique_lock lock(mutex_);
     finished_.wait(lock, done);
   }
