@@ -55,7 +55,8 @@ struct RoundReport {
   std::vector<TaskRecord> tasks;
   /// Set when the policy threw while observing this batch's durations (a bug in a custom
   /// observe() or learn()): the results are still valid and returned; the policy absorbed
-  /// the durations (or the workers' summaries) before the failing one and none after. Rethrow it to fail loudly:
+  /// the durations (or the workers' summaries) before the failing one and none after.
+  /// Rethrow it to fail loudly:
   /// `if (report.learning_error) std::rethrow_exception(report.learning_error);`
   std::exception_ptr learning_error;
 
