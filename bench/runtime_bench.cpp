@@ -38,11 +38,12 @@ std::size_t batch_of(const benchmark::State& state) {
 }
 
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
-void BM_Ata(benchmark::State& state, const std::string& name) {
+void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks) {
   const std::size_t batch = batch_of(state);
   ata::runtime::WorkerPool pool(kThreads);
   auto policy = ata::make_policy(name, kThreads);
-  ata::runtime::BatchScheduler scheduler(pool, *policy);
+  ata::runtime::BatchScheduler scheduler(
+      pool, *policy, ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks));
   std::atomic<std::size_t> sink = 0;
   for (auto _ : state) {
     scheduler.run(batch, [&](const ata::runtime::TaskContext& ctx) {
@@ -117,14 +118,18 @@ void BM_AtaIdleSpin(benchmark::State& state) {
 }
 
 void Batches(benchmark::internal::Benchmark* b) {
-  b->ArgName("B")->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  b->ArgName("B")->Arg(2)->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"))->Apply(Batches);
-BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"))->Apply(Batches);
-BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"))->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
+// One clock read per chunk (SchedulerOptions::set_time_chunks).
+BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks, std::string("ata-e"), true)->Apply(Batches);
+// Every task's time observed under the policy's lock (needs_every_sample()).
+BENCHMARK_CAPTURE(BM_Ata, allocated_ata_auto, std::string("ata-auto"), false)->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"), false)->Apply(Batches);
 BENCHMARK(BM_TbbTaskGroup)->Apply(Batches);
 BENCHMARK(BM_TbbParallelFor)->Apply(Batches);
 BENCHMARK(BM_AsioThreadPool)->Apply(Batches);

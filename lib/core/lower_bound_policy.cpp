@@ -29,7 +29,13 @@ void LowerBoundPolicy::choose(std::size_t batch, Allocation& out) {
   solver_.solve(scores_, offsets_, batch, out);
 }
 
-void LowerBoundPolicy::learn(std::size_t worker, double /*seconds*/) {
+void LowerBoundPolicy::learn(std::size_t worker, double /*seconds*/) { refresh(worker); }
+
+void LowerBoundPolicy::learn_summary(std::size_t worker, const WorkerStats& /*chunk*/) {
+  refresh(worker);
+}
+
+void LowerBoundPolicy::refresh(std::size_t worker) {
   const WorkerStats& s = stats(worker);
   const double k = static_cast<double>(s.count());
   mean_[worker] = s.mean();

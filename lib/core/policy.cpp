@@ -73,6 +73,17 @@ void Policy::observe_censored(std::size_t worker, double seconds) {
   learn_censored(worker, seconds);
 }
 
+void Policy::observe_summary(std::size_t worker, const WorkerStats& chunk) {
+  detail::require_worker_index(worker, workers());
+  if (needs_every_sample()) {
+    throw Error("policy '" + std::string(name()) +
+                "' learns from every task's time and cannot absorb a summary; call observe()");
+  }
+  if (chunk.count() == 0) return;
+  stats_[worker].merge(chunk);
+  learn_summary(worker, chunk);
+}
+
 const WorkerStats& Policy::stats(std::size_t worker) const {
   detail::require_worker_index(worker, workers());
   return stats_[worker];

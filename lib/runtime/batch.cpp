@@ -8,9 +8,12 @@
 
 namespace ata::runtime::detail {
 
-Batch::Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
-             std::size_t workers, TaskBody& body)
+Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
+             Allocation allocation, std::size_t workers, TaskBody& body)
     : mode_(mode),
+      timing_(timing == Timing::chunk_means && mode != Dispatch::allocated ? Timing::summaries
+                                                                           : timing),
+      clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
       allocation_(std::move(allocation)),
@@ -18,11 +21,11 @@ Batch::Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation all
       logs_(workers) {
   if (mode_ == Dispatch::allocated) {
     first_task_.resize(workers);
+    records_.resize(batch);  // accepted by default: every task of a complete share is kept
     std::size_t next = 0;
     for (std::size_t i = 0; i < workers; ++i) {
       first_task_[i] = next;
       next += allocation_[i];
-      logs_[i].ran.reserve(allocation_[i]);
     }
   }
   targets_.reserve(workers);
@@ -83,9 +86,11 @@ void Batch::run(Worker& worker) noexcept {
         break;
       case Dispatch::pull:
         run_pull(worker, ctx);
+        summarise(worker.index());
         break;
       case Dispatch::greedy:
         run_greedy(worker, ctx);
+        summarise(worker.index());
         break;
     }
   } catch (...) {
@@ -111,20 +116,65 @@ void Batch::interrupt(const std::exception_ptr& reason) noexcept {
 }
 
 std::chrono::nanoseconds Batch::run_task(Worker& worker, TaskContext& ctx, std::size_t task,
-                                         Clock::time_point& since) {
+                                         TaskClock::Ticks& since) {
   ctx.task_ = task;
   try {
     worker.run_slowed(body_, ctx, round_);
   } catch (...) {
-    const auto end = Clock::now();
-    record(worker.index(), {task, end - since, kDiscarded});
+    const auto end = clock_.now();
+    if (mode_ != Dispatch::allocated)
+      record(worker.index(), {task, elapsed(since, end), kDiscarded});
     since = end;
     throw;
   }
-  const auto end = Clock::now();
-  const auto duration = end - since;
+  const auto end = clock_.now();
+  const auto duration = elapsed(since, end);
   since = end;
   return duration;
+}
+
+namespace {
+
+// The statistics, in seconds, of the durations `for_each` visits: an exact integer sum, then
+// the squared deviations from the mean (a two-pass summary, at least as accurate as adding
+// the durations one by one).
+template <class ForEach>
+WorkerStats summary_of(ForEach for_each) {
+  std::size_t count = 0;
+  std::chrono::nanoseconds total{0};
+  for_each([&](std::chrono::nanoseconds d) {
+    ++count;
+    total += d;
+  });
+  if (count == 0) return {};
+  const double mean = static_cast<double>(total.count()) / static_cast<double>(count);
+  double m2 = 0.0;
+  for_each([&](std::chrono::nanoseconds d) {
+    const double deviation = static_cast<double>(d.count()) - mean;
+    m2 += deviation * deviation;
+  });
+  constexpr double kSeconds = 1e-9;
+  return WorkerStats::from_moments(count, mean * kSeconds, m2 * kSeconds * kSeconds);
+}
+
+}  // namespace
+
+void Batch::summarise(std::size_t worker) {
+  if (timing_ != Timing::summaries) return;
+  WorkerLog& log = logs_[worker];
+  if (mode_ == Dispatch::allocated) {
+    const std::size_t first = first_task_[worker];
+    const std::size_t end = first + allocation_[worker];
+    log.summary = summary_of([&](auto&& visit) {
+      for (std::size_t task = first; task < end; ++task) visit(records_[task].duration);
+    });
+  } else {
+    log.summary = summary_of([&](auto&& visit) {
+      for (const RanTask& r : log.ran) {
+        if (r.slot != kDiscarded) visit(r.duration);
+      }
+    });
+  }
 }
 
 void Batch::record(std::size_t worker, const RanTask& ran) {
@@ -137,26 +187,65 @@ void Batch::record(std::size_t worker, const RanTask& ran) {
 }
 
 void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
+  if (timing_ == Timing::chunk_means) {
+    run_allocated_timing_chunk(worker, ctx);
+    return;
+  }
   const std::size_t i = worker.index();
   const std::size_t first = first_task_[i];
   const std::size_t end = first + allocation_[i];
-  auto since = Clock::now();
+  WorkerLog& log = logs_[i];
+  auto since = clock_.now();
   for (std::size_t task = first; task < end; ++task) {
     // Only a decided batch requests stop, and its results are not wanted any more.
     if (ctx.stop_requested()) return;
     const auto duration = run_task(worker, ctx, task, since);
     worker.settle_backlog(1);
-    ++logs_[i].settled;
+    ++log.settled;
     body_.accept(i, task);
-    // Reserved for a_i entries: cannot allocate.
-    logs_[i].ran.push_back({task, duration, task});
+    // Field by field: a whole TaskRecord built on the stack and copied stalls the store buffer.
+    TaskRecord& record = records_[task];
+    record.task = task;
+    record.worker = i;
+    record.duration = duration;
+    log.busy += duration;
   }
+  summarise(i);
+  if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
+}
+
+void Batch::run_allocated_timing_chunk(Worker& worker, TaskContext& ctx) {
+  const std::size_t i = worker.index();
+  const std::size_t first = first_task_[i];
+  const std::size_t tasks = allocation_[i];
+  WorkerLog& log = logs_[i];
+  const auto start = clock_.now();
+  for (std::size_t task = first; task < first + tasks; ++task) {
+    if (ctx.stop_requested()) return;
+    ctx.task_ = task;
+    worker.run_slowed(body_, ctx, round_);
+    worker.settle_backlog(1);
+    ++log.settled;
+    body_.accept(i, task);
+  }
+  log.busy = elapsed(start, clock_.now());
+  // Every task is recorded with the chunk's mean; the summary has the chunk's count and mean
+  // and no spread (the tasks' own times were not measured).
+  const auto mean = log.busy / static_cast<std::chrono::nanoseconds::rep>(tasks);
+  for (std::size_t task = first; task < first + tasks; ++task) {
+    TaskRecord& record = records_[task];
+    record.task = task;
+    record.worker = i;
+    record.duration = mean;
+  }
+  log.summary = WorkerStats::from_moments(
+      tasks, std::chrono::duration<double>(log.busy).count() / static_cast<double>(tasks), 0.0);
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
 void Batch::run_pull(Worker& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
-  auto since = Clock::now();
+  auto since = clock_.now();
   while (!ctx.stop_requested()) {
     const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (task >= batch_) {
@@ -171,7 +260,7 @@ void Batch::run_pull(Worker& worker, TaskContext& ctx) {
 
 void Batch::run_greedy(Worker& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
-  auto since = Clock::now();
+  auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.
   while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested()) {
     const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
@@ -253,11 +342,18 @@ void Batch::complete() noexcept {
   on_complete();
 }
 
-void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) const {
+void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   const std::size_t workers = logs_.size();
   report.dispatch = mode_;
   report.busy.assign(workers, std::chrono::nanoseconds{0});
   slot_order.clear();
+  if (mode_ == Dispatch::allocated) {
+    // Every share ran to its end: the records are all written.
+    report.tasks = std::move(records_);
+    for (std::size_t i = 0; i < workers; ++i) report.busy[i] = logs_[i].busy;
+    report.allocation = allocation_;
+    return;
+  }
 
   // Every task index handed out was run and logged, so the indices are exactly 0..ran-1 and
   // each record has its place without sorting.

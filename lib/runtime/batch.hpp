@@ -17,13 +17,20 @@
 
 #include "ata/core/allocation.hpp"
 #include "ata/core/policy.hpp"
+#include "ata/core/worker_stats.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
 #include "runtime/pool_core.hpp"
+#include "runtime/task_clock.hpp"
 
 namespace ata::runtime::detail {
 
-using Clock = std::chrono::steady_clock;
+// How the workers time their tasks and what they prepare for the policy.
+enum class Timing : std::uint8_t {
+  samples,      // every task timed and logged; the policy observes each (needs_every_sample())
+  summaries,    // every task timed; each worker summarises its accepted tasks' times at the end
+  chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
+};
 
 // Life of a batch:
 //   submit() queues one chunk per worker with work (allocated mode: a_i > 0; pull and greedy:
@@ -52,8 +59,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   };
 
   // `allocation` is used in Dispatch::allocated mode only (its size is `workers`, its sum
-  // `batch`). `body` must stay alive until on_complete() has been called.
-  Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
+  // `batch`). `body` must stay alive until on_complete() has been called. Timing::chunk_means
+  // applies to allocated mode; the other modes then time every task and summarise.
+  Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round, Allocation allocation,
         std::size_t workers, TaskBody& body);
 
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
@@ -72,9 +80,17 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // After completion as Outcome::failed: moves the error out, so that it is destroyed on the
   // calling thread rather than with the batch.
   [[nodiscard]] std::exception_ptr take_error() noexcept;
-  // After completion as Outcome::succeeded: the report's allocation, busy times and task
-  // records, and the result slots in task-index order (left empty when slot j holds task j).
-  void collect(RoundReport& report, std::vector<std::size_t>& slot_order) const;
+  // After completion as Outcome::succeeded, once: the report's allocation, busy times and
+  // task records, and the result slots in task-index order (left empty when slot j holds task
+  // j). O(n) in allocated mode, where the workers wrote the records in place; O(tasks run) in
+  // the others.
+  void collect(RoundReport& report, std::vector<std::size_t>& slot_order);
+  // After completion as Outcome::succeeded, unless Timing::samples: the summary of the times
+  // of the tasks accepted from `worker`.
+  [[nodiscard]] const WorkerStats& summary(std::size_t worker) const noexcept {
+    return logs_[worker].summary;
+  }
+  [[nodiscard]] Timing timing() const noexcept { return timing_; }
 
   QueueEntry& entry(std::size_t worker) noexcept override { return logs_[worker].entry; }
   void run(Worker& worker) noexcept override;
@@ -101,9 +117,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   };
   // One cache line each: every worker appends to its own log while the others do.
   struct alignas(64) WorkerLog {
-    std::vector<RanTask> ran;
-    QueueEntry entry;  // this batch's place in the worker's queue
-    std::size_t settled = 0;  // allocated: tasks of this share taken off the pool's backlog
+    std::vector<RanTask> ran;  // pull and greedy modes (allocated mode writes records_)
+    QueueEntry entry;          // this batch's place in the worker's queue
+    std::size_t settled = 0;   // allocated: tasks of this share taken off the pool's backlog
+    std::chrono::nanoseconds busy{0};  // allocated: the share's time
+    WorkerStats summary;               // the accepted tasks' times, unless Timing::samples
   };
 
   // Allocated mode: takes the rest of `worker`'s share off its backlog.
@@ -111,11 +129,22 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void run_allocated(Worker& worker, TaskContext& ctx);
   void run_pull(Worker& worker, TaskContext& ctx);
   void run_greedy(Worker& worker, TaskContext& ctx);
+  void run_allocated_timing_chunk(Worker& worker, TaskContext& ctx);
   // Runs task `task` and returns its duration, timed from `since`, which it then moves to the
   // task's end: one clock read per task. A task's time thus includes the scheduler's few
   // nanoseconds of bookkeeping before it. A task that throws is logged as discarded.
   std::chrono::nanoseconds run_task(Worker& worker, TaskContext& ctx, std::size_t task,
-                                    Clock::time_point& since);
+                                    TaskClock::Ticks& since);
+  // The time from `since` to `end` (0 if the ticks went backwards, as a TSC read on another
+  // core may by a few ticks).
+  [[nodiscard]] std::chrono::nanoseconds elapsed(TaskClock::Ticks since,
+                                                 TaskClock::Ticks end) const noexcept {
+    return clock_.to_duration(end > since ? end - since : 0);
+  }
+  // Under Timing::summaries, on the worker once its tasks have run: summarises the times of
+  // the tasks it ran and kept (two passes over its own records: the exact integer sum, then
+  // the squared deviations from the mean), so that no arithmetic is added per task.
+  void summarise(std::size_t worker);
   // Appends to worker `worker`'s log; out of memory becomes an ata::Error.
   void record(std::size_t worker, const RanTask& ran);
   // Whether all B results are in, so that stopping the batch now loses nothing.
@@ -130,10 +159,15 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void complete() noexcept;
 
   const Dispatch mode_;
+  const Timing timing_;
+  const TaskClock& clock_;
   const std::size_t batch_;
   const std::size_t round_;
   const Allocation allocation_;
   std::vector<std::size_t> first_task_;  // allocated mode: worker i runs [first, first + a_i)
+  // Allocated mode: the report's records by task index, each written by the task's worker, so
+  // that collecting them is a move rather than a pass over B entries on the caller.
+  std::vector<TaskRecord> records_;
   TaskBody& body_;
   std::vector<WorkerLog> logs_;       // logs_[i].ran written by worker i only
   std::vector<std::size_t> targets_;  // the workers that get a chunk

@@ -23,9 +23,11 @@ namespace ata::runtime::detail {
 // The batch a BatchOperation submits; tells its operation when it is complete.
 class OperationBatch final : public Batch {
  public:
-  OperationBatch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
-                 std::size_t workers, TaskBody& body, std::shared_ptr<BatchOperation> owner)
-      : Batch(mode, batch, round, std::move(allocation), workers, body), owner_(std::move(owner)) {}
+  OperationBatch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
+                 Allocation allocation, std::size_t workers, TaskBody& body,
+                 std::shared_ptr<BatchOperation> owner)
+      : Batch(mode, timing, batch, round, std::move(allocation), workers, body),
+        owner_(std::move(owner)) {}
 
  private:
   void on_complete() noexcept override {
@@ -155,10 +157,16 @@ void BatchOperation::submit_now() {
   PoolCore& core = core_of(scheduler_.pool_);
   const std::size_t workers = core.size();
   Dispatch mode = Dispatch::allocated;
+  Timing timing = Timing::summaries;
   Allocation allocation;
   {
     std::lock_guard lock(policy.mutex());
     mode = policy.dispatch();
+    if (policy.needs_every_sample()) {
+      timing = Timing::samples;
+    } else if (scheduler_.options_.time_chunks()) {
+      timing = Timing::chunk_means;
+    }
     try {
       // A throwing allocate() leaves the policy's round as it was: so does the scheduler.
       if (mode == Dispatch::allocated) {
@@ -179,8 +187,8 @@ void BatchOperation::submit_now() {
   }
   std::shared_ptr<Batch> job;
   try {
-    job = std::make_shared<OperationBatch>(mode, batch_, round_, std::move(allocation), workers,
-                                           body_, shared_from_this());
+    job = std::make_shared<OperationBatch>(mode, timing, batch_, round_, std::move(allocation),
+                                           workers, body_, shared_from_this());
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }
@@ -298,10 +306,18 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
   {
     std::lock_guard lock(policy.mutex());
     try {
-      // The one place where measured durations become the core's seconds.
-      for (const TaskRecord& task : report.tasks) {
-        if (task.accepted) {
-          policy.observe(task.worker, std::chrono::duration<double>(task.duration).count());
+      // The one place where measured durations become the core's seconds: one summary per
+      // worker, made by the worker while it ran, or, for a policy that needs them, every
+      // accepted task's time.
+      if (completed_->timing() == Timing::samples) {
+        for (const TaskRecord& task : report.tasks) {
+          if (task.accepted) {
+            policy.observe(task.worker, std::chrono::duration<double>(task.duration).count());
+          }
+        }
+      } else {
+        for (std::size_t i = 0; i < report.busy.size(); ++i) {
+          policy.observe_summary(i, completed_->summary(i));
         }
       }
     } catch (...) {

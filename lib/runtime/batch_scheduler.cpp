@@ -18,6 +18,10 @@ BatchScheduler::BatchScheduler(WorkerPool& pool, Policy& policy, const Scheduler
                           std::to_string(policy_.workers()) + " workers but the pool has " +
                           std::to_string(pool_.size()));
   }
+  if (options_.time_chunks() && policy_.needs_every_sample()) {
+    throw InvalidArgument("time_chunks: policy '" + std::string(policy_.name()) +
+                          "' learns from every task's time; time tasks, not chunks");
+  }
 }
 
 BatchScheduler::~BatchScheduler() = default;

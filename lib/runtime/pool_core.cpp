@@ -169,16 +169,21 @@ void PoolCore::serve(const PoolCore* pool, Worker& worker) {
 
 void PoolCore::backlog(std::span<double> out) const noexcept {
   for (std::size_t i = 0; i < out.size() && i < workers_.size(); ++i) {
-    out[i] = static_cast<double>(workers_[i]->backlog_.load(std::memory_order_relaxed));
+    // finished_ first, acquiring the additions that happened before those tasks ran, so that
+    // added_ read next is at least as large.
+    const std::size_t finished = workers_[i]->finished_.load(std::memory_order_acquire);
+    const std::size_t added = workers_[i]->added_.load(std::memory_order_relaxed);
+    out[i] = added > finished ? static_cast<double>(added - finished) : 0.0;
   }
 }
 
 void PoolCore::add_backlog(std::size_t worker, std::size_t tasks) noexcept {
-  workers_[worker]->backlog_.fetch_add(tasks, std::memory_order_relaxed);
+  workers_[worker]->added_.fetch_add(tasks, std::memory_order_relaxed);
 }
 
 void PoolCore::settle_backlog(std::size_t worker, std::size_t tasks) noexcept {
-  workers_[worker]->backlog_.fetch_sub(tasks, std::memory_order_relaxed);
+  // Tasks that will never run: withdrawn from what was added, on whatever thread.
+  workers_[worker]->added_.fetch_sub(tasks, std::memory_order_relaxed);
 }
 
 std::size_t PoolCore::queued() const {

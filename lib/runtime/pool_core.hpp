@@ -56,10 +56,11 @@ class Worker {
          std::chrono::nanoseconds idle_spin);
 
   [[nodiscard]] std::size_t index() const noexcept { return index_; }
-  // Takes `tasks` finished or skipped tasks off this worker's backlog (see backlog_). On this
-  // worker's thread: the worker outlives a pool that a task destroys.
+  // Takes `tasks` finished or skipped tasks off this worker's backlog (see added_). On this
+  // worker's thread only, which alone writes finished_: a plain store, no locked
+  // read-modify-write per task. The worker outlives a pool that a task destroys.
   void settle_backlog(std::size_t tasks) noexcept {
-    backlog_.fetch_sub(tasks, std::memory_order_relaxed);
+    finished_.store(finished_.load(std::memory_order_relaxed) + tasks, std::memory_order_release);
   }
 
   // Runs ctx's task through `body`, slowed down as this worker is in round `round`. On this
@@ -83,10 +84,13 @@ class Worker {
   QueueEntry* tail_ = nullptr;          // guarded by queue_mutex_
   std::shared_ptr<Chunk> running_;      // guarded by queue_mutex_: the chunk being run
   std::atomic<std::size_t> queued_{0};  // entries queued, for polling without the lock
-  // Tasks of allocated chunks queued or running here and not finished: load-aware allocation
-  // reads it. Raised before a submission, lowered task by task as they end.
-  std::atomic<std::size_t> backlog_{0};
-  bool stopping_ = false;               // guarded by queue_mutex_
+  // The backlog, tasks of allocated chunks queued or running here and not finished, is
+  // added_ - finished_: load-aware allocation reads it. added_ is raised before a submission
+  // (and lowered for a share abandoned unrun), on any thread; finished_ counts the tasks this
+  // worker finished or skipped.
+  std::atomic<std::size_t> added_{0};
+  std::atomic<std::size_t> finished_{0};
+  bool stopping_ = false;  // guarded by queue_mutex_
   std::thread thread_;
 };
 

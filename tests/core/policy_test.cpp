@@ -254,3 +254,59 @@ TEST_CASE("ata-auto allocates around a backlog", "[core][policy][ata-auto]") {
   CHECK(a[0] < balanced);
   CHECK(a[1] >= 7);  // worker 0 owes 20 tasks: nearly everything goes to worker 1
 }
+
+TEST_CASE("a policy fed summaries learns what it learns from every sample", "[core][policy]") {
+  // Two identical policies see the same times over 30 rounds: one sample by sample, the other
+  // one summary per worker per round. Statistics and allocations must agree.
+  for (const std::string name : {"ata", "ata-e", "uta", "gta", "pull"}) {
+    CAPTURE(name);
+    constexpr std::size_t kWorkers = 3;
+    constexpr std::size_t kBatch = 12;
+    ata::PolicyOptions options;
+    options.alpha = 1.0;
+    auto by_sample = ata::make_policy(name, kWorkers, options);
+    auto by_summary = ata::make_policy(name, kWorkers, options);
+    REQUIRE_FALSE(by_summary->needs_every_sample());
+    std::mt19937_64 rng(5);
+    std::exponential_distribution<double> time(1.0);
+    for (int round = 0; round < 30; ++round) {
+      ata::Allocation a(kWorkers);
+      if (by_sample->dispatch() == ata::Dispatch::allocated) {
+        a = by_sample->allocate(kBatch);
+        const ata::Allocation b = by_summary->allocate(kBatch);
+        for (std::size_t i = 0; i < kWorkers; ++i) REQUIRE(a[i] == b[i]);
+      } else {
+        a = ata::Allocation({4, 4, 4});
+      }
+      for (std::size_t i = 0; i < kWorkers; ++i) {
+        ata::WorkerStats chunk;
+        for (std::size_t t = 0; t < a[i]; ++t) {
+          const double seconds = (1.0 + static_cast<double>(i)) * time(rng);
+          by_sample->observe(i, seconds);
+          chunk.add(seconds);
+        }
+        by_summary->observe_summary(i, chunk);
+      }
+    }
+    for (std::size_t i = 0; i < kWorkers; ++i) {
+      CHECK(by_summary->stats(i).count() == by_sample->stats(i).count());
+      CHECK(by_summary->stats(i).mean() == Approx(by_sample->stats(i).mean()).epsilon(1e-12));
+      CHECK(by_summary->stats(i).variance() ==
+            Approx(by_sample->stats(i).variance()).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("ATA-Auto needs every sample and refuses a summary", "[core][policy][errors]") {
+  ata::AtaAutoPolicy policy(2);
+  CHECK(policy.needs_every_sample());
+  ata::WorkerStats chunk;
+  chunk.add(1.0);
+  REQUIRE_THROWS_WITH(policy.observe_summary(0, chunk),
+                      ContainsSubstring("'ata-auto'") && ContainsSubstring("every task"));
+  CHECK(policy.stats(0).count() == 0);
+  ata::UniformPolicy uniform(2);
+  REQUIRE_THROWS_WITH(uniform.observe_summary(2, chunk), ContainsSubstring("worker index 2"));
+  uniform.observe_summary(1, ata::WorkerStats{});  // empty: nothing to learn
+  CHECK(uniform.stats(1).count() == 0);
+}

@@ -55,3 +55,47 @@ TEST_CASE("worker stats reject bad durations", "[core][stats][errors]") {
   REQUIRE_THROWS_WITH(s.add(std::numeric_limits<double>::infinity()), ContainsSubstring("inf"));
   CHECK(s.count() == 0);  // a rejected sample leaves the stats untouched
 }
+
+TEST_CASE("merged summaries equal one stream fed sample by sample", "[core][stats]") {
+  // Chunks of a heavy-tailed stream around a large mean, summarised apart and merged in order,
+  // against the same samples added one by one.
+  std::mt19937_64 rng(11);
+  std::exponential_distribution<double> tail(1.0);
+  ata::WorkerStats whole;
+  ata::WorkerStats merged;
+  for (std::size_t chunk : {1U, 7U, 0U, 64U, 2U, 300U}) {
+    ata::WorkerStats part;
+    for (std::size_t t = 0; t < chunk; ++t) {
+      const double x = 1e3 + tail(rng);
+      whole.add(x);
+      part.add(x);
+    }
+    merged.merge(part);
+  }
+  REQUIRE(merged.count() == whole.count());
+  CHECK(merged.mean() == Approx(whole.mean()).epsilon(1e-13));
+  CHECK(merged.variance() == Approx(whole.variance()).epsilon(1e-9));
+  CHECK(merged.sum() == Approx(whole.sum()).epsilon(1e-13));
+
+  ata::WorkerStats empty;
+  merged.merge(empty);
+  CHECK(merged.count() == whole.count());
+  empty.merge(whole);
+  CHECK(empty.mean() == whole.mean());
+  CHECK(empty.variance() == whole.variance());
+}
+
+TEST_CASE("statistics built from moments merge like the samples behind them", "[core][stats]") {
+  ata::WorkerStats samples;
+  for (double x : {2.0, 4.0, 9.0}) samples.add(x);
+  // Mean 5, squared deviations 9 + 1 + 16 = 26.
+  const auto moments = ata::WorkerStats::from_moments(3, 5.0, 26.0);
+  CHECK(moments.count() == 3);
+  CHECK(moments.mean() == samples.mean());
+  CHECK(moments.variance() == Approx(samples.variance()));
+  CHECK(moments.sum() == Approx(samples.sum()));
+  CHECK(ata::WorkerStats::from_moments(0, 1.0, 0.0).count() == 0);
+  CHECK_THROWS_WITH(ata::WorkerStats::from_moments(2, -1.0, 0.0), ContainsSubstring("mean"));
+  CHECK_THROWS_WITH(ata::WorkerStats::from_moments(2, 1.0, std::nan("")),
+                    ContainsSubstring("squared deviations"));
+}

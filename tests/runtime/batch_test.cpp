@@ -8,6 +8,7 @@
 #include <memory>
 #include <semaphore>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -34,7 +35,10 @@ bool eventually(Condition condition, std::chrono::milliseconds limit = 10s) {
 // Records how often, and on which thread, its completion hook ran.
 class RecordingBatch final : public detail::Batch {
  public:
-  using Batch::Batch;
+  // Timed task by task, summarised: the scheduler's default.
+  template <class... Rest>
+  explicit RecordingBatch(ata::Dispatch mode, Rest&&... rest)
+      : Batch(mode, detail::Timing::summaries, std::forward<Rest>(rest)...) {}
 
   std::atomic<int> completions{0};
   std::atomic<std::thread::id> completed_on{};

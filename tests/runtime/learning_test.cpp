@@ -1,9 +1,13 @@
+#include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -114,4 +118,98 @@ TEST_CASE("a pool built from a scenario draws the simulator's task times", "[run
   }
   // Equal up to the nanosecond rounding of each delay.
   CHECK(std::abs(drawn - simulated_worker_time) < 5e-9);
+}
+
+namespace {
+
+// Busy work of `steps` steps, so that task times differ.
+void spin(std::size_t steps) {
+  volatile std::size_t sink = 0;
+  for (std::size_t k = 0; k < steps; ++k) sink = sink + 1;
+}
+
+// A policy of the same kind fed every accepted task's time of `reports`, one by one.
+std::unique_ptr<ata::Policy> replay(const std::string& name, std::size_t workers,
+                                    const std::vector<rt::RoundReport>& reports) {
+  ata::PolicyOptions options;
+  options.alpha = 1.0;
+  auto policy = ata::make_policy(name, workers, options);
+  for (const auto& report : reports) {
+    for (const auto& task : report.tasks) {
+      if (task.accepted) {
+        policy->observe(task.worker, std::chrono::duration<double>(task.duration).count());
+      }
+    }
+  }
+  return policy;
+}
+
+}  // namespace
+
+TEST_CASE("workers' summaries teach the policy what every task's time would", "[runtime]") {
+  // The scheduler feeds ata-e and the dynamic policies one summary per worker per batch, and
+  // ata-auto every sample: either way the statistics equal those of per-sample feeding.
+  constexpr std::size_t kWorkers = 3;
+  for (const std::string name : {"ata-e", "uta", "gta", "pull", "ata-auto"}) {
+    CAPTURE(name);
+    rt::WorkerPool pool(kWorkers);
+    ata::PolicyOptions options;
+    options.alpha = 1.0;
+    auto policy = ata::make_policy(name, kWorkers, options);
+    rt::BatchScheduler scheduler(pool, *policy);
+    std::vector<rt::RoundReport> reports;
+    for (std::size_t round = 0; round < 20; ++round) {
+      reports.push_back(
+          scheduler
+              .run(1 + 7 * round, [](const rt::TaskContext& ctx) { spin(50 * (ctx.task() % 5)); })
+              .report);
+      REQUIRE_FALSE(reports.back().learning_error);
+    }
+    const auto expected = replay(name, kWorkers, reports);
+    for (std::size_t i = 0; i < kWorkers; ++i) {
+      CAPTURE(i);
+      const ata::WorkerStats& got = policy->stats(i);
+      const ata::WorkerStats& want = expected->stats(i);
+      REQUIRE(got.count() == want.count());
+      CHECK(got.mean() == Catch::Approx(want.mean()).epsilon(1e-12));
+      CHECK(got.variance() == Catch::Approx(want.variance()).epsilon(1e-9));
+      CHECK(got.sum() == Catch::Approx(want.sum()).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("timing chunks records each task with its chunk's mean", "[runtime]") {
+  constexpr std::size_t kWorkers = 2;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true));
+  const auto report =
+      scheduler.run(9, [](const rt::TaskContext& ctx) { spin(1000 * ctx.task()); }).report;
+  REQUIRE(report.tasks.size() == 9);
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    CAPTURE(i);
+    const std::size_t tasks = report.allocation[i];
+    REQUIRE(tasks > 0);
+    const auto mean = report.busy[i] / static_cast<std::chrono::nanoseconds::rep>(tasks);
+    for (const auto& task : report.tasks) {
+      if (task.worker == i) CHECK(task.duration == mean);
+    }
+    // The policy saw the chunk's count and mean, and no spread.
+    const ata::WorkerStats& stats = policy.stats(i);
+    CHECK(stats.count() == tasks);
+    CHECK(stats.mean() == Catch::Approx(std::chrono::duration<double>(report.busy[i]).count() /
+                                        static_cast<double>(tasks)));
+    CHECK(stats.variance() == Catch::Approx(0.0).margin(1e-18));
+  }
+}
+
+TEST_CASE("timing chunks is refused for a policy that needs every sample", "[runtime][errors]") {
+  rt::WorkerPool pool(2);
+  ata::AtaAutoPolicy policy(2);
+  REQUIRE_THROWS_AS(rt::BatchScheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true)),
+                    ata::InvalidArgument);
+  REQUIRE_THROWS_WITH(
+      rt::BatchScheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true)),
+      Catch::Matchers::ContainsSubstring("time_chunks") &&
+          Catch::Matchers::ContainsSubstring("'ata-auto'"));
 }

@@ -143,6 +143,11 @@ class AtaAutoPolicy final : public Policy {
 
   [[nodiscard]] std::string_view name() const noexcept override { return "ata-auto"; }
   [[nodiscard]] const Options& options() const noexcept { return options_; }
+  /// True: the change test and the idle-worker probes look at each time in order (a ring of
+  /// the last log-times, a test that restarts the statistics from a suffix), which no summary
+  /// of a chunk can replay. The runtime therefore feeds it every task's time: O(B) work under
+  /// the policy's lock after each batch, where the other policies cost O(n) (docs/runtime.md).
+  [[nodiscard]] bool needs_every_sample() const noexcept override { return true; }
 
   /// The mean the learner uses for `worker`: over its samples since its last detected change
   /// (0 while unseen), censored times included (step 3 above). Throws

@@ -27,6 +27,8 @@ class DynamicPolicy final : public Policy {
 
   [[nodiscard]] std::string_view name() const noexcept override;
   [[nodiscard]] Dispatch dispatch() const noexcept override { return mode_; }
+  /// False: it learns only through its statistics, so a summary per chunk is as good.
+  [[nodiscard]] bool needs_every_sample() const noexcept override { return false; }
 
  private:
   void choose(std::size_t batch, Allocation& out) override;

@@ -19,6 +19,8 @@ namespace ata {
 /// Not thread-safe (see Policy).
 class LowerBoundPolicy : public Policy {
  public:
+  /// False: the scores depend on each worker's count and mean only.
+  [[nodiscard]] bool needs_every_sample() const noexcept final { return false; }
   /// Scores of the most recent allocate() (empty before the first).
   [[nodiscard]] std::span<const double> scores() const noexcept { return scores_; }
 
@@ -32,13 +34,18 @@ class LowerBoundPolicy : public Policy {
   /// Observed mean of each worker (0 before any sample).
   [[nodiscard]] std::span<const double> means() const noexcept { return mean_; }
   /// 1/sqrt(K_i), +infinity while K_i = 0.
-  [[nodiscard]] std::span<const double> inverse_sqrt_samples() const noexcept { return inv_sqrt_k_; }
+  [[nodiscard]] std::span<const double> inverse_sqrt_samples() const noexcept {
+    return inv_sqrt_k_;
+  }
   /// 1/K_i, +infinity while K_i = 0.
   [[nodiscard]] std::span<const double> inverse_samples() const noexcept { return inv_k_; }
 
  private:
   void choose(std::size_t batch, Allocation& out) final;
   void learn(std::size_t worker, double seconds) final;
+  void learn_summary(std::size_t worker, const WorkerStats& chunk) final;
+  // Refreshes the cached inputs of `worker` from its statistics.
+  void refresh(std::size_t worker);
 
   std::vector<double> mean_;
   std::vector<double> inv_sqrt_k_;

@@ -31,6 +31,8 @@ class OraclePolicy final : public Policy {
   explicit OraclePolicy(std::vector<double> means);
 
   [[nodiscard]] std::string_view name() const noexcept override { return "ofta"; }
+  /// False: it learns only through its statistics, so a summary per chunk is as good.
+  [[nodiscard]] bool needs_every_sample() const noexcept override { return false; }
   [[nodiscard]] std::span<const double> means() const noexcept { return means_; }
   /// Replaces the means (one per worker, each finite and > 0, else ata::InvalidArgument and
   /// nothing changes); the next allocate() plays the optimal allocation of the new ones.

@@ -81,6 +81,20 @@ class Policy {
   /// Throws ata::InvalidArgument for a worker index out of range or a duration that is NaN,
   /// infinite or negative.
   void observe_censored(std::size_t worker, double seconds);
+  /// Records the tasks summarised by `chunk` (their count, mean, variance and sum) as run on
+  /// `worker`: the statistics become, to rounding, what observe() of each of them would give.
+  /// This is how the runtime reports a batch: one summary per worker, built by the worker
+  /// while it ran, so that learning costs O(n) per batch rather than O(B). Throws
+  /// ata::InvalidArgument for a worker index out of range, and ata::Error when
+  /// needs_every_sample() (nothing changes then). An empty chunk changes nothing.
+  void observe_summary(std::size_t worker, const WorkerStats& chunk);
+  /// Whether the policy must see each duration through observe() (its learn() keeps more than
+  /// the statistics can tell: a window of recent times, a change test), rather than one
+  /// summary per chunk through observe_summary(). True by default, so that a policy with its
+  /// own learn() keeps learning from every task; a policy whose learning is all in stats()
+  /// (or in learn_summary()) returns false, and the runtime then learns in O(n) per batch.
+  /// Every built-in policy does, except ATA-Auto.
+  [[nodiscard]] virtual bool needs_every_sample() const noexcept { return true; }
 
   /// Statistics of the durations observed from `worker` (throws when out of range).
   [[nodiscard]] const WorkerStats& stats(std::size_t worker) const;
@@ -103,6 +117,9 @@ class Policy {
   virtual void learn(std::size_t /*worker*/, double /*seconds*/) {}
   /// Hook after stats(worker) has absorbed a valid censored observation.
   virtual void learn_censored(std::size_t /*worker*/, double /*seconds*/) {}
+  /// Hook after stats(worker) has absorbed a non-empty summary (observe_summary()); only
+  /// called when needs_every_sample() is false.
+  virtual void learn_summary(std::size_t /*worker*/, const WorkerStats& /*chunk*/) {}
 
  private:
   std::vector<WorkerStats> stats_;

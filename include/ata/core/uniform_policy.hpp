@@ -26,6 +26,8 @@ class UniformPolicy final : public Policy {
   explicit UniformPolicy(std::size_t workers);
 
   [[nodiscard]] std::string_view name() const noexcept override { return "uta"; }
+  /// False: it learns only through its statistics, so a summary per chunk is as good.
+  [[nodiscard]] bool needs_every_sample() const noexcept override { return false; }
 
  private:
   void choose(std::size_t batch, Allocation& out) override;

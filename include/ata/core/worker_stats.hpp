@@ -15,13 +15,26 @@ namespace ata {
 /// s.add(0.5);
 /// s.add(1.5);
 /// // s.count() == 2, s.mean() == 1.0, s.variance() == 0.5
+/// ata::WorkerStats t;
+/// t.add(2.5);
+/// s.merge(t);  // as if s had seen 0.5, 1.5 and 2.5: s.mean() == 1.5, s.variance() == 1.0
 /// @endcode
+///
+/// Statistics of disjoint streams merge exactly (Chan, Golub and LeVeque's parallel update):
+/// summaries built by several threads, merged, equal to rounding those of one stream fed
+/// sample by sample.
 ///
 /// Not thread-safe: one owner updates it.
 class WorkerStats {
  public:
   /// Adds one duration. Throws ata::InvalidArgument if `seconds` is NaN, infinite or negative.
   void add(double seconds);
+  /// Absorbs the samples summarised by `other` (whose samples are valid by construction).
+  void merge(const WorkerStats& other) noexcept;
+  /// The statistics of `count` samples of mean `mean` whose squared deviations from it sum to
+  /// `m2`: a summary computed elsewhere (say, in two passes over a chunk's times), to merge.
+  /// Throws ata::InvalidArgument when `mean` or `m2` is NaN, infinite or negative.
+  [[nodiscard]] static WorkerStats from_moments(std::size_t count, double mean, double m2);
 
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   /// Mean of the samples; 0 when there are none.

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Options of a BatchScheduler (backpressure, load awareness) and of one batch (deadline).
+/// Options of a BatchScheduler (backpressure, load awareness, chunk timing) and of one batch
+/// (deadline).
 
 #include <chrono>
 #include <cstddef>
@@ -41,12 +42,26 @@ class SchedulerOptions {
     return *this;
   }
 
+  /// Whether an allocated batch times each worker's chunk as a whole rather than each task
+  /// (off by default): one clock read per chunk instead of one per task, and every task of
+  /// the chunk is recorded (report.tasks, and for the policy) with the chunk's mean time. The
+  /// policy's means stay exact; the spread within a chunk is lost (its variance counts as 0).
+  /// For policies that accept summaries: a BatchScheduler given a policy whose
+  /// needs_every_sample() is true throws ata::InvalidArgument with this option. Pull and
+  /// greedy batches time every task regardless.
+  SchedulerOptions& set_time_chunks(bool on) noexcept {
+    time_chunks_ = on;
+    return *this;
+  }
+
   [[nodiscard]] std::size_t max_in_flight() const noexcept { return max_in_flight_; }
   [[nodiscard]] bool load_aware() const noexcept { return load_aware_; }
+  [[nodiscard]] bool time_chunks() const noexcept { return time_chunks_; }
 
  private:
   std::size_t max_in_flight_ = kDefaultMaxInFlight;
   bool load_aware_ = true;
+  bool time_chunks_ = false;
 };
 
 /// Options of one batch.

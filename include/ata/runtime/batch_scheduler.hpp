@@ -51,17 +51,24 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   B to finish; the tasks still running then get a stop request and their results are
 ///   discarded, but their time counts as worker time.
 /// - Dispatch::pull: the workers pull exactly B tasks from a shared counter.
-/// Each task is timed on its worker with std::chrono::steady_clock (its slowdown included);
-/// after the batch, the policy observes the duration of every accepted task, so it learns
-/// from exactly what ran. A stopped surplus task teaches nothing: its time was cut short.
+/// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
+/// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
+/// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
+/// summarises the times of its accepted tasks (count, mean, variance); after the batch the
+/// policy absorbs one summary per worker (Policy::observe_summary()), so learning costs O(n)
+/// per batch, not O(B), and gives the statistics of observing every task to rounding. A
+/// policy whose needs_every_sample() is true (ATA-Auto) observes every accepted task's
+/// duration instead. Either way it learns from exactly what ran; a stopped surplus task
+/// teaches nothing: its time was cut short. SchedulerOptions::set_time_chunks() trades the
+/// per-task times of allocated batches for one clock read per chunk.
 ///
 /// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
 /// inside its task any more. It does not wait for workers that never got to it: in pull and
 /// greedy modes, a worker busy elsewhere that reaches the batch's chunk afterwards skips it.
 ///
-/// Cost: B is at most kMaxBatch. A batch keeps about 56 bytes per task that ran (its log
-/// entry and its TaskRecord; 16 more in greedy mode) plus, per result, an std::optional
-/// slot and the returned value, and a few cache lines per worker.
+/// Cost: B is at most kMaxBatch. A batch keeps about 32 bytes per task that ran (its
+/// TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in greedy mode) plus,
+/// per result, an std::optional slot and the returned value, and a few cache lines per worker.
 ///
 /// Thread-safety: run() may be called from any number of threads at once (not from a task of
 /// the same pool: that throws ata::Error). Concurrent batches are correct and share the
@@ -76,7 +83,8 @@ class BatchScheduler {
   static constexpr std::size_t kMaxBatch = std::size_t{1} << 22;
 
   /// Borrows `pool` and `policy`, which must outlive the scheduler. Throws
-  /// ata::InvalidArgument when policy.workers() != pool.size().
+  /// ata::InvalidArgument when policy.workers() != pool.size(), or when options ask to time
+  /// chunks and policy.needs_every_sample().
   BatchScheduler(WorkerPool& pool, Policy& policy, const SchedulerOptions& options = {});
   /// Batches still in flight must have completed (their waiters returned, their handlers
   /// run) before the scheduler is destroyed.
@@ -104,9 +112,8 @@ class BatchScheduler {
   /// If the policy throws while observing the batch's durations, run() still returns the
   /// results, with the exception in report.learning_error.
   template <class Task>
-    requires std::invocable<Task&, const TaskContext&>
-  BatchResult<TaskResult<Task>> run(std::size_t batch, Task&& task,
-                                    const BatchOptions& options = {}) {
+  requires std::invocable<Task&, const TaskContext&> BatchResult<TaskResult<Task>> run(
+      std::size_t batch, Task&& task, const BatchOptions& options = {}) {
     using Result = TaskResult<Task>;
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),

@@ -49,11 +49,14 @@ struct RoundReport {
   std::vector<std::chrono::nanoseconds> busy;
   /// From the call to run() until it returned: the caller's wait, allocation included.
   std::chrono::nanoseconds wall{0};
-  /// Every task that ran, by task index; B of them are accepted.
+  /// Every task that ran, by task index; B of them are accepted. With
+  /// SchedulerOptions::set_time_chunks(), each task of an allocated chunk has the chunk's
+  /// mean duration.
   std::vector<TaskRecord> tasks;
   /// Set when the policy threw while observing this batch's durations (a bug in a custom
   /// observe() or learn()): the results are still valid and returned; the policy absorbed
-  /// the durations before the failing one and none after. Rethrow it to fail loudly:
+  /// the durations (or the workers' summaries) before the failing one and none after.
+  /// Rethrow it to fail loudly:
   /// `if (report.learning_error) std::rethrow_exception(report.learning_error);`
   std::exception_ptr learning_error;
 
