@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <stop_token>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -358,8 +359,10 @@ TEST_CASE("a pull or greedy batch completes when its tasks have, not when busy w
   // Worker 1 is busy with another batch until released, ignoring stop requests.
   std::binary_semaphore release(0);
   std::latch busy(1);
+  std::stop_token held;  // the blocking task's, written before busy counts down
   auto holding = std::async(std::launch::async, [&] {
-    return blocker.run(1, [&](const rt::TaskContext&) {
+    return blocker.run(1, [&](const rt::TaskContext& ctx) {
+      held = ctx.stop_token();
       busy.count_down();
       release.acquire();
     });
@@ -390,7 +393,8 @@ TEST_CASE("a pull or greedy batch completes when its tasks have, not when busy w
   }
   SECTION("shutting down abandons the stale chunk, failing only the batch that still ran") {
     auto closing = std::async(std::launch::async, [&] { pool.shutdown(); });
-    REQUIRE(eventually([&] { return pool.is_shut_down(); }));
+    // Released once shutdown has stopped the running batch, not merely started.
+    REQUIRE(eventually([&] { return held.stop_requested(); }));
     release.release();
     CHECK_THROWS_MATCHES(
         holding.get(), rt::ShutdownError,
