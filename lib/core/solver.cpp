@@ -39,6 +39,40 @@ struct ScoreOrder {
   }
 };
 
+// The largest t in [0, limit] such that holds(1), ..., holds(t) all hold, for a predicate that
+// holds up to some point and fails after. Starts from `guess` (when it holds), then gallops and
+// bisects: O(log t) calls, so a long run of tasks whose values tie (an offset so much larger
+// than the score that q + j s rounds to q) costs about as much as a single task.
+template <typename Holds>
+std::size_t longest_run(std::size_t limit, std::size_t guess, const Holds& holds) {
+  std::size_t low = 0;       // holds(1..low)
+  std::size_t high = limit;  // the answer is at most high
+  if (guess > 0 && guess <= limit) {
+    if (holds(guess)) {
+      low = guess;
+    } else {
+      high = guess - 1;
+    }
+  }
+  for (std::size_t step = 1; low<high; step = step>(high - low) / 2 ? high - low : 2 * step) {
+    const std::size_t probe = low + std::min(step, high - low);
+    if (!holds(probe)) {
+      high = probe - 1;
+      break;
+    }
+    low = probe;
+  }
+  while (low < high) {
+    const std::size_t middle = low + (high - low - 1) / 2 + 1;  // in (low, high]
+    if (holds(middle)) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  return low;
+}
+
 }  // namespace
 
 Allocation MinMaxSolver::solve(std::span<const double> scores, std::size_t batch) {
@@ -291,10 +325,10 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
     if (!(offsets[i] < level)) continue;
     // Compared as doubles: B may round up to 2^64, out of range.
     const double estimate = std::floor((finite_level - offsets[i]) / scores[i]);
-    std::size_t count =
+    const std::size_t guess =
         estimate < static_cast<double>(batch) ? static_cast<std::size_t>(estimate) : batch;
-    while (count > 0 && value(i, count) >= level) --count;
-    while (count < batch && value(i, count + 1) < level) ++count;
+    const std::size_t count =
+        longest_run(batch, guess, [&](std::size_t j) { return value(i, j) < level; });
     counts_[c] = count;
     if (count > batch - placed) {
       excess += count - (batch - placed);
@@ -317,18 +351,29 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
     }
     const auto before = [&after](const auto& a, const auto& b) { return after(b, a); };
     std::make_heap(heap_.begin(), heap_.end(), before);  // the latest pair on top
-    for (; excess > 0; --excess) {
+    // The latest worker drops its pairs, as many at once as come after every other's latest.
+    while (excess > 0) {
       std::pop_heap(heap_.begin(), heap_.end(), before);
       const std::size_t c = heap_.back().second;
-      if (--counts_[c] == 0) {
+      const std::size_t i = candidates_[c];
+      const bool alone = heap_.size() == 1;
+      const std::pair<double, std::size_t> rival = alone ? heap_.back() : heap_.front();
+      const std::size_t dropped = longest_run(std::min(excess, counts_[c]), 1, [&](std::size_t t) {
+        return alone || after({value(i, counts_[c] - t + 1), c}, rival);
+      });
+      counts_[c] -= dropped;
+      excess -= dropped;
+      if (counts_[c] == 0) {
         heap_.pop_back();
         continue;
       }
-      heap_.back().first = value(candidates_[c], counts_[c]);
+      heap_.back().first = value(i, counts_[c]);
       std::push_heap(heap_.begin(), heap_.end(), before);
     }
   }
-  // Place the remaining tasks greedily: at most about m.
+  // Place the remaining tasks greedily: the earliest worker takes, at once, every next pair that
+  // comes before the other workers' next ones. Usually about m tasks are left; when values tie
+  // (infinite, or flat as q + j s rounds to q) one worker may take many in a single step.
   if (placed < batch) {
     heap_.clear();
     for (std::size_t c = 0; c < m; ++c) {
@@ -338,15 +383,15 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
     while (placed < batch) {
       std::pop_heap(heap_.begin(), heap_.end(), after);
       const std::size_t c = heap_.back().second;
-      if (std::isinf(heap_.back().first)) {
-        // Every next pair costs infinity, a tie broken by index: this worker, the lowest, and
-        // its own next pairs stay first, so it takes every remaining task.
-        counts_[c] += batch - placed;
-        break;
-      }
-      ++counts_[c];
-      ++placed;
-      heap_.back().first = value(candidates_[c], counts_[c] + 1);
+      const std::size_t i = candidates_[c];
+      const bool alone = heap_.size() == 1;
+      const std::pair<double, std::size_t> rival = alone ? heap_.back() : heap_.front();
+      const std::size_t taken = longest_run(batch - placed, 1, [&](std::size_t t) {
+        return alone || after(rival, {value(i, counts_[c] + t), c});
+      });
+      counts_[c] += taken;
+      placed += taken;
+      heap_.back().first = value(i, counts_[c] + 1);
       std::push_heap(heap_.begin(), heap_.end(), after);
     }
   }
