@@ -300,15 +300,22 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
   // most B and leaves at most one task per candidate to the heap.
   std::sort(candidates_.begin(), candidates_.end(),
             [&](std::size_t a, std::size_t b) { return offsets[a] < offsets[b]; });
-  // The sums are taken relative to the smallest score s, as in solve_positive(): sum(s / s_i)
-  // stays in [1, m] where sum(1/s_i) overflows for subnormal scores.
+  // The sums are taken relative to the smallest score s of the workers filled so far, as in
+  // solve_positive(): sum(s / s_i) stays in [1, m] where sum(1/s_i) overflows for subnormal
+  // scores. Not the smallest of all candidates: if that worker's offset keeps it out, every
+  // share s / s_i could be subnormal and the level lose all its precision (a hang followed).
   double smallest = scores[candidates_.front()];
-  for (const std::size_t i : candidates_) smallest = std::min(smallest, scores[i]);
   double relative_sum = 0.0;
   double weighted_offsets = 0.0;
   double level = 0.0;
   for (std::size_t c = 0; c < m; ++c) {
     const std::size_t i = candidates_[c];
+    if (scores[i] < smallest) {
+      const double rescale = scores[i] / smallest;
+      relative_sum *= rescale;
+      weighted_offsets *= rescale;
+      smallest = scores[i];
+    }
     const double share = smallest / scores[i];
     relative_sum += share;
     weighted_offsets += offsets[i] * share;

@@ -303,3 +303,18 @@ TEST_CASE("solver with offsets places tasks whose values round flat in one step"
   solver.solve(scores, offsets, 5000, a);
   CHECK(as_vector(a) == ata::testing::naive_greedy(scores, 5000, offsets));
 }
+
+TEST_CASE("solver with offsets keeps its level precise when the smallest score is held back",
+          "[core][solver]") {
+  // Found by fuzzing solve() with offsets. The water-fill's sums were relative to the smallest
+  // score of every candidate, here worker 3's, which its offset keeps out: every share was
+  // subnormal, the level far off, and the excess of ~10^13 tasks was dropped a few hundred at a
+  // time (a hang).
+  MinMaxSolver solver;
+  Allocation a;
+  const std::size_t most = 4'635'329'916'471'083'012;
+  solver.solve(std::vector<double>{21.0, 90.0, 63.0, 4.1424993e-317},
+               std::vector<double>{53.0, 26.0, 0.0, 5.636555926278995e221}, most, a);
+  CHECK(a.total() == most);
+  CHECK(a[3] == 0);
+}
