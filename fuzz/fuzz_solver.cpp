@@ -152,8 +152,9 @@ void check_plain(std::span<const double> scores, std::uint64_t batch) {
 void check_with_offsets(std::span<const double> pairs, std::uint64_t batch) {
   std::vector<double> scores;
   std::vector<double> offsets;
-  for (std::size_t k = 0; k < pairs.size(); ++k)
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
     (k % 2 == 0 ? scores : offsets).push_back(pairs[k]);
+  }
   const bool valid = batch > 0 && !scores.empty() && scores.size() == offsets.size() &&
                      std::all_of(scores.begin(), scores.end(), usable) &&
                      std::all_of(offsets.begin(), offsets.end(), usable);
