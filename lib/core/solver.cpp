@@ -39,6 +39,40 @@ struct ScoreOrder {
   }
 };
 
+// The largest t in [0, limit] such that holds(1), ..., holds(t) all hold, for a predicate that
+// holds up to some point and fails after. Starts from `guess` (when it holds), then gallops and
+// bisects: O(log t) calls, so a long run of tasks whose values tie (an offset so much larger
+// than the score that q + j s rounds to q) costs about as much as a single task.
+template <typename Holds>
+std::size_t longest_run(std::size_t limit, std::size_t guess, const Holds& holds) {
+  std::size_t low = 0;       // holds(1..low)
+  std::size_t high = limit;  // the answer is at most high
+  if (guess > 0 && guess <= limit) {
+    if (holds(guess)) {
+      low = guess;
+    } else {
+      high = guess - 1;
+    }
+  }
+  for (std::size_t step = 1; low<high; step = step>(high - low) / 2 ? high - low : 2 * step) {
+    const std::size_t probe = low + std::min(step, high - low);
+    if (!holds(probe)) {
+      high = probe - 1;
+      break;
+    }
+    low = probe;
+  }
+  while (low < high) {
+    const std::size_t middle = low + (high - low - 1) / 2 + 1;  // in (low, high]
+    if (holds(middle)) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  return low;
+}
+
 }  // namespace
 
 Allocation MinMaxSolver::solve(std::span<const double> scores, std::size_t batch) {
@@ -188,15 +222,22 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
   // most B and leaves at most one task per candidate to the heap.
   std::sort(candidates_.begin(), candidates_.end(),
             [&](std::size_t a, std::size_t b) { return offsets[a] < offsets[b]; });
-  // The sums are taken relative to the smallest score s, as in solve_positive(): sum(s / s_i)
-  // stays in [1, m] where sum(1/s_i) overflows for subnormal scores.
+  // The sums are taken relative to the smallest score s of the workers filled so far, as in
+  // solve_positive(): sum(s / s_i) stays in [1, m] where sum(1/s_i) overflows for subnormal
+  // scores. Not the smallest of all candidates: if that worker's offset keeps it out, every
+  // share s / s_i could be subnormal and the level lose all its precision (a hang followed).
   double smallest = scores[candidates_.front()];
-  for (const std::size_t i : candidates_) smallest = std::min(smallest, scores[i]);
   double relative_sum = 0.0;
   double weighted_offsets = 0.0;
   double level = 0.0;
   for (std::size_t c = 0; c < m; ++c) {
     const std::size_t i = candidates_[c];
+    if (scores[i] < smallest) {
+      const double rescale = scores[i] / smallest;
+      relative_sum *= rescale;
+      weighted_offsets *= rescale;
+      smallest = scores[i];
+    }
     const double share = smallest / scores[i];
     relative_sum += share;
     weighted_offsets += offsets[i] * share;
@@ -231,10 +272,10 @@ void MinMaxSolver::place_below_level(std::span<const double> scores,
     if (!(offset < level)) continue;
     // No task count exceeds B; compared as doubles, as B may round up to 2^64 (out of range).
     const double estimate = std::floor((finite_level - offset) / scores[i]);
-    std::size_t count =
+    const std::size_t guess =
         estimate < static_cast<double>(batch) ? static_cast<std::size_t>(estimate) : batch;
-    while (count > 0 && value(i, count) >= level) --count;
-    while (count < batch && value(i, count + 1) < level) ++count;
+    const std::size_t count =
+        longest_run(batch, guess, [&](std::size_t j) { return value(i, j) < level; });
     counts_[c] = count;
     if (count > batch - placed) {
       excess += count - (batch - placed);
@@ -257,18 +298,29 @@ void MinMaxSolver::place_below_level(std::span<const double> scores,
     }
     const auto before = [&after](const auto& a, const auto& b) { return after(b, a); };
     std::make_heap(heap_.begin(), heap_.end(), before);  // the latest pair on top
-    for (; excess > 0; --excess) {
+    // The latest worker drops its pairs, as many at once as come after every other's latest.
+    while (excess > 0) {
       std::pop_heap(heap_.begin(), heap_.end(), before);
       const std::size_t c = heap_.back().second;
-      if (--counts_[c] == 0) {
+      const std::size_t i = candidates_[c];
+      const bool alone = heap_.size() == 1;
+      const std::pair<double, std::size_t> rival = alone ? heap_.back() : heap_.front();
+      const std::size_t dropped = longest_run(std::min(excess, counts_[c]), 1, [&](std::size_t t) {
+        return alone || after({value(i, counts_[c] - t + 1), c}, rival);
+      });
+      counts_[c] -= dropped;
+      excess -= dropped;
+      if (counts_[c] == 0) {
         heap_.pop_back();
         continue;
       }
-      heap_.back().first = value(candidates_[c], counts_[c]);
+      heap_.back().first = value(i, counts_[c]);
       std::push_heap(heap_.begin(), heap_.end(), before);
     }
   }
-  // Place the remaining tasks greedily: at most about m, or every task for subnormal scores.
+  // Place the remaining tasks greedily: the earliest worker takes, at once, every next pair that
+  // comes before the other workers' next ones. Usually about m tasks are left; when values tie
+  // (infinite, or flat as q + j s rounds to q) one worker may take many in a single step.
   if (placed < batch) {
     heap_.clear();
     for (std::size_t c = 0; c < m; ++c) {
@@ -278,15 +330,15 @@ void MinMaxSolver::place_below_level(std::span<const double> scores,
     while (placed < batch) {
       std::pop_heap(heap_.begin(), heap_.end(), after);
       const std::size_t c = heap_.back().second;
-      if (std::isinf(heap_.back().first)) {
-        // Every next pair costs infinity, a tie broken by index: this worker, the lowest, and
-        // its own next pairs stay first, so it takes every remaining task.
-        counts_[c] += batch - placed;
-        break;
-      }
-      ++counts_[c];
-      ++placed;
-      heap_.back().first = value(candidates_[c], counts_[c] + 1);
+      const std::size_t i = candidates_[c];
+      const bool alone = heap_.size() == 1;
+      const std::pair<double, std::size_t> rival = alone ? heap_.back() : heap_.front();
+      const std::size_t taken = longest_run(batch - placed, 1, [&](std::size_t t) {
+        return alone || after(rival, {value(i, counts_[c] + t), c});
+      });
+      counts_[c] += taken;
+      placed += taken;
+      heap_.back().first = value(i, counts_[c] + 1);
       std::push_heap(heap_.begin(), heap_.end(), after);
     }
   }

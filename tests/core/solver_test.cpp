@@ -281,3 +281,40 @@ TEST_CASE("solver with offsets places huge batches at once for subnormal and hug
   solver.solve(std::vector<double>{1.0, 2.0, 3.0}, std::vector<double>{5.0, 0.0, 1.0}, most, a);
   CHECK(a.total() == most);
 }
+
+TEST_CASE("solver with offsets places tasks whose values round flat in one step",
+          "[core][solver]") {
+  // Found by fuzzing solve() with offsets: when an offset dwarfs the score, q + j s rounds to q
+  // for billions of j, and the placing and dropping loops went one task at a time (a hang).
+  MinMaxSolver solver;
+  Allocation a;
+  const std::size_t large = 280'375'465'082'892;
+  solver.solve(std::vector<double>{5e-324}, std::vector<double>{1.0}, large, a);
+  CHECK(a.total() == large);
+  solver.solve(std::vector<double>{2.17e183}, std::vector<double>{3e300}, large, a);
+  CHECK(a.total() == large);
+  // Ties between flat workers go to the lower index, as in the greedy.
+  solver.solve(std::vector<double>{1e-300, 1e-300}, std::vector<double>{1.0, 1.0}, large, a);
+  CHECK(a[0] == large);
+  CHECK(a[1] == 0);
+  // Small enough for the naive greedy, with every value of worker 0 flat at its offset.
+  const std::vector<double> scores{1e-20, 0.5, 1e-20};
+  const std::vector<double> offsets{1.0, 0.0, 1.0};
+  solver.solve(scores, offsets, 5000, a);
+  CHECK(as_vector(a) == ata::testing::naive_greedy(scores, 5000, offsets));
+}
+
+TEST_CASE("solver with offsets keeps its level precise when the smallest score is held back",
+          "[core][solver]") {
+  // Found by fuzzing solve() with offsets. The water-fill's sums were relative to the smallest
+  // score of every candidate, here worker 3's, which its offset keeps out: every share was
+  // subnormal, the level far off, and the excess of ~10^13 tasks was dropped a few hundred at a
+  // time (a hang).
+  MinMaxSolver solver;
+  Allocation a;
+  const std::size_t most = 4'635'329'916'471'083'012;
+  solver.solve(std::vector<double>{21.0, 90.0, 63.0, 4.1424993e-317},
+               std::vector<double>{53.0, 26.0, 0.0, 5.636555926278995e221}, most, a);
+  CHECK(a.total() == most);
+  CHECK(a[3] == 0);
+}

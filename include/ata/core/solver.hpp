@@ -64,7 +64,9 @@ class MinMaxSolver {
   /// task to the worker with the smallest q_i + (a_i + 1) s_i, lowest index on ties": the B
   /// smallest pairs (q_i + j s_i, i), j >= 1, which no allocation can beat. Zero scores are
   /// spread as in solve() (offsets do not reorder unseen workers); all-zero offsets give
-  /// exactly solve()'s result. Same complexity plus O(m log m) to water-fill the m candidates.
+  /// exactly solve()'s result. Same complexity plus O(m log m) to water-fill the m candidates;
+  /// a run of tasks whose values tie (an offset so large that q_i + j s_i rounds to q_i) is
+  /// placed in one step of O(log B).
   /// Throws ata::InvalidArgument for offsets of another size, NaN, infinite or negative.
   void solve(std::span<const double> scores, std::span<const double> offsets, std::size_t batch,
              Allocation& out);
