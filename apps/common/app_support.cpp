@@ -64,6 +64,16 @@ int run_reporting_errors(const char* program, const std::function<int()>& body) 
   }
 }
 
+sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
+                                 std::size_t change_round) {
+  for (const auto name : sim::preset_names()) {
+    if (scenario == name) return sim::make_preset(name, workers, change_round);
+  }
+  // Neither a preset nor a file: make_preset throws, listing the presets.
+  if (!std::filesystem::exists(scenario)) return sim::make_preset(scenario, 1);
+  return sim::load_scenario(scenario);
+}
+
 std::string Table::render() const {
   std::vector<std::size_t> width(header_.size(), 0);
   const auto measure = [&](const std::vector<std::string>& row) {

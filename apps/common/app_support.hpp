@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "ata/sim/scenario.hpp"
+
 namespace ata::apps {
 
 /// CLI11 validators with messages that say what was expected ("must be a whole number >= 1").
@@ -26,6 +28,12 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, cons
 /// Runs `body` and returns its exit code; an exception becomes one line on stderr,
 /// "<program>: error: <what>", and exit code 1.
 int run_reporting_errors(const char* program, const std::function<int()>& body);
+
+/// The cluster a --scenario flag names: a preset of `workers` workers (a preset's change, if
+/// any, at round `change_round`) or a JSON scenario file. Throws ata::InvalidArgument for
+/// anything else, listing the presets.
+sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
+                                 std::size_t change_round);
 
 /// A plain text table with right-aligned numeric columns.
 class Table {

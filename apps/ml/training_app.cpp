@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -66,14 +65,6 @@ std::unique_ptr<Problem> make_problem(const Options& o, Method method) {
   return std::make_unique<LeastSquaresProblem>(std::move(data), name);
 }
 
-sim::Scenario load_scenario(const Options& o) {
-  for (const auto name : sim::preset_names()) {
-    if (o.scenario == name) return sim::make_preset(name, o.workers, std::max<std::size_t>(1, o.rounds / 2));
-  }
-  if (!std::filesystem::exists(o.scenario)) return sim::make_preset(o.scenario, 1);  // throws, listing presets
-  return sim::load_scenario(o.scenario);
-}
-
 std::vector<std::string> with_yardsticks(std::vector<std::string> names) {
   std::vector<std::string> out;
   for (auto& s : names) {
@@ -97,7 +88,8 @@ int run(const Options& o, Method method, const char* program) {
   const auto problem = make_problem(o, method);
   TrainingConfig config;
   config.method = method;
-  config.scenario = load_scenario(o);
+  config.scenario =
+      apps::scenario_from_flag(o.scenario, o.workers, std::max<std::size_t>(1, o.rounds / 2));
   if (!(o.unit_us > 0.0)) throw InvalidArgument("--unit-us must be > 0");
   config.unit = std::chrono::nanoseconds(static_cast<long long>(o.unit_us * 1000.0));
   config.burn = o.burn;
