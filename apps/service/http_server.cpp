@@ -2,6 +2,7 @@
 
 #include <utility>  // before Asio: g++ 12's libstdc++ needs it for Asio's headers
 
+#include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -49,6 +50,9 @@ constexpr auto kIdleTimeout = std::chrono::seconds(30);
 // Reading one request's body, or writing one reply, to a slow peer.
 constexpr auto kTransferTimeout = std::chrono::seconds(30);
 constexpr std::uint32_t kHeaderLimit = 8 * 1024;
+// After the last reply, how long and how much of the client's leftover bytes are read away.
+constexpr auto kLingerTimeout = std::chrono::seconds(1);
+constexpr std::size_t kLingerBytes = 1024 * 1024;
 // A path quoted back in a 404 is cut to this length.
 constexpr std::size_t kQuotedPathChars = 64;
 
@@ -199,6 +203,8 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
 
 asio::awaitable<void> HttpServer::Impl::serve(std::shared_ptr<Connection> c) {
   beast::flat_buffer buffer;
+  bool linger = false;
+  std::array<char, 4096> scratch;
   while (!stopping) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(kHeaderLimit);
@@ -255,11 +261,26 @@ asio::awaitable<void> HttpServer::Impl::serve(std::shared_ptr<Connection> c) {
     c->stream.expires_after(kTransferTimeout);
     auto [write_error, written] = co_await http::async_write(c->stream, *response, kTuple);
     c->serving = false;
-    if (write_error || !response->keep_alive()) break;
+    if (write_error) break;
+    if (!response->keep_alive()) {
+      linger = true;
+      break;
+    }
   }
   c->serving = false;
   beast::error_code ignored;
   c->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  if (linger) {
+    // Closing with unread bytes (a refused body) would reset the connection, and the client
+    // could lose the reply before reading it: read and drop what it still sends, for a while.
+    c->stream.expires_after(kLingerTimeout);
+    std::size_t dropped = 0;
+    while (dropped < kLingerBytes) {
+      auto [drop_error, got] = co_await c->stream.async_read_some(asio::buffer(scratch), kTuple);
+      if (drop_error) break;
+      dropped += got;
+    }
+  }
   c->stream.close();
   forget(c);
 }
