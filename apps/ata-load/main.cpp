@@ -109,9 +109,9 @@ int single_run(const Options& o) {
   std::printf("  latency (ms): p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  mean %.2f\n", ms(l.p50),
               ms(l.p90), ms(l.p99), ms(l.max), ms(l.mean));
   std::printf(
-      "  server worker time per request: %.4f s; HTTP path (latency - batch), median: "
-      "%.3f ms\n",
-      point.worker_seconds, ms(point.http_overhead));
+      "  per request: server worker time %.4f s; medians: batch %.3f ms, HTTP path "
+      "(latency - batch) %.3f ms\n",
+      point.worker_seconds, ms(point.batch_latency), ms(point.http_overhead));
   if (!o.json_path.empty()) {
     const nlohmann::json summary{
         {"host", address},
@@ -126,6 +126,7 @@ int single_run(const Options& o) {
         {"latency",
          {{"p50", l.p50}, {"p90", l.p90}, {"p99", l.p99}, {"max", l.max}, {"mean", l.mean}}},
         {"worker_seconds_per_request", point.worker_seconds},
+        {"batch_latency", point.batch_latency},
         {"http_overhead", point.http_overhead}};
     ata::apps::write_file(o.json_path, summary.dump(2) + "\n");
     std::printf("wrote %s\n", o.json_path.c_str());
@@ -171,15 +172,19 @@ int sweep(const Options& o) {
 
   ata::apps::Table summary({"strategy", "saturation (req/s)", "vs " + result.reference_label,
                             "p99 at 50% (ms)", "p99 at 80% (ms)", "worker s/request",
-                            "HTTP path (ms)"});
+                            "HTTP path (ms)", "HTTP path / batch"});
   ata::apps::Table points({"strategy", "load", "offered (req/s)", "throughput (req/s)", "p50 (ms)",
                            "p90 (ms)", "p99 (ms)", "errors"});
   for (const auto& curve : result.curves) {
     const auto& first = curve.points.front();
-    summary.add_row({curve.strategy.label, ata::apps::fixed(curve.saturation, 1),
-                     ata::apps::fixed(curve.saturation / result.reference, 2), at_load(curve, 0.5),
-                     at_load(curve, 0.8), ata::apps::fixed(first.worker_seconds, 3),
-                     ata::apps::fixed(ms(first.http_overhead), 2)});
+    summary.add_row(
+        {curve.strategy.label, ata::apps::fixed(curve.saturation, 1),
+         ata::apps::fixed(curve.saturation / result.reference, 2), at_load(curve, 0.5),
+         at_load(curve, 0.8), ata::apps::fixed(first.worker_seconds, 3),
+         ata::apps::fixed(ms(first.http_overhead), 2),
+         first.batch_latency > 0.0
+             ? ata::apps::fixed(100.0 * first.http_overhead / first.batch_latency, 2) + "%"
+             : "-"});
     for (const auto& p : curve.points) {
       points.add_row(
           {curve.strategy.label, ata::apps::fixed(p.fraction, 2), ata::apps::fixed(p.offered, 1),

@@ -88,12 +88,14 @@ SweepStrategy parse_sweep_strategy(const std::string& spec) {
   return s;
 }
 
-SweepPoint summarize_point(const service::OpenLoopResult& run, double offered, double duration) {
+SweepPoint summarize_point(const service::OpenLoopResult& run, double nominal, double duration) {
   SweepPoint p;
-  p.offered = offered;
+  p.nominal = nominal;
   p.requests = run.requests.size();
+  p.offered = static_cast<double>(p.requests) / duration;
   std::vector<double> latencies;
   std::vector<double> overheads;
+  std::vector<double> batches;
   double worker_seconds = 0.0;
   for (const auto& r : run.requests) {
     if (!r.error.empty()) {
@@ -102,16 +104,17 @@ SweepPoint summarize_point(const service::OpenLoopResult& run, double offered, d
     }
     latencies.push_back(r.latency);
     overheads.push_back(r.latency - r.batch_seconds);
+    batches.push_back(r.batch_seconds);
     worker_seconds += r.worker_seconds;
   }
   const auto answered = static_cast<double>(latencies.size());
   p.latency = service::summarize(std::move(latencies));
   p.worker_seconds = answered > 0 ? worker_seconds / answered : 0.0;
   p.http_overhead = service::summarize(std::move(overheads)).p50;
+  p.batch_latency = service::summarize(std::move(batches)).p50;
   p.throughput = run.elapsed > 0.0 ? answered / run.elapsed : 0.0;
-  const double arrived = static_cast<double>(p.requests) / duration;
   p.saturated =
-      p.throughput < kSaturatedThroughputShare * arrived ||
+      p.throughput < kSaturatedThroughputShare * p.offered ||
       static_cast<double>(p.errors) > kSaturatedErrorShare * static_cast<double>(p.requests);
   return p;
 }
@@ -185,6 +188,7 @@ nlohmann::json sweep_json(const SweepConfig& c, const SweepResult& result) {
     nlohmann::json points = nlohmann::json::array();
     for (const auto& p : curve.points) {
       points.push_back({{"fraction", p.fraction},
+                        {"nominal", p.nominal},
                         {"offered", p.offered},
                         {"throughput", p.throughput},
                         {"requests", p.requests},
@@ -195,6 +199,7 @@ nlohmann::json sweep_json(const SweepConfig& c, const SweepResult& result) {
                         {"max", p.latency.max},
                         {"mean", p.latency.mean},
                         {"worker_seconds", p.worker_seconds},
+                        {"batch_latency", p.batch_latency},
                         {"http_overhead", p.http_overhead},
                         {"saturated", p.saturated}});
     }

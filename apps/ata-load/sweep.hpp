@@ -45,12 +45,14 @@ struct SweepConfig {
 /// One load point of one strategy.
 struct SweepPoint {
   double fraction = 0.0;    ///< of the reference throughput
-  double offered = 0.0;     ///< requests per second
+  double nominal = 0.0;     ///< requests per second asked of the Poisson process
+  double offered = 0.0;     ///< requests per second that came: requests / duration
   double throughput = 0.0;  ///< answered (200) per second, from the start to the last reply
   std::size_t requests = 0;
   std::size_t errors = 0;
   service::LatencySummary latency;  ///< seconds, answered requests
   double worker_seconds = 0.0;      ///< mean per answered request
+  double batch_latency = 0.0;       ///< median of the server's batch latency, seconds
   double http_overhead = 0.0;       ///< median of (latency - the server's batch latency), seconds
   bool saturated = false;           ///< throughput < 0.85 x offered, or more than 1% errors
 };
@@ -76,10 +78,10 @@ struct SweepResult {
 /// The result as JSON: the configuration, the reference, the curves and their points.
 [[nodiscard]] nlohmann::json sweep_json(const SweepConfig& config, const SweepResult& result);
 
-/// Summarises one open-loop run of `duration` seconds at a nominal `offered` requests per
-/// second. Saturation is judged against the arrivals that actually came (requests / duration),
-/// so that a Poisson run with few arrivals is not mistaken for a saturated one.
-[[nodiscard]] SweepPoint summarize_point(const service::OpenLoopResult& run, double offered,
+/// Summarises one open-loop run of `duration` seconds at a `nominal` rate. Saturation is
+/// judged against the arrivals that actually came, so that a Poisson run with few arrivals is
+/// not mistaken for a saturated one.
+[[nodiscard]] SweepPoint summarize_point(const service::OpenLoopResult& run, double nominal,
                                          double duration);
 
 }  // namespace ata::load
