@@ -157,6 +157,7 @@ struct HttpServer::Impl {
   asio::signal_set signals;
   asio::steady_timer grace_timer;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> grace_over{false};  // batches starting now would never be cancelled
   std::atomic<std::uint64_t> unseeded_requests{0};
   std::mutex connections_mutex;
   std::unordered_set<std::shared_ptr<Connection>> connections;
@@ -326,6 +327,7 @@ asio::awaitable<std::optional<Response>> HttpServer::Impl::estimate(std::shared_
   if (const auto* refused = std::get_if<RequestError>(&parsed)) {
     co_return error_response(refused->status, version, refused->message);
   }
+  if (grace_over) co_return error_response(503, version, "the server is shutting down");
   const auto& wanted = std::get<EstimateRequest>(parsed);
   const std::uint64_t seed =
       wanted.seed ? *wanted.seed : sim::Rng(config.seed, unseeded_requests.fetch_add(1))();
@@ -400,6 +402,7 @@ void HttpServer::Impl::on_signal(const beast::error_code& ec) {
 }
 
 void HttpServer::Impl::cancel_batches() {
+  grace_over = true;
   for (const auto& c : snapshot()) {
     asio::post(c->stream.get_executor(), [c] {
       if (!c->batch_running) return;
