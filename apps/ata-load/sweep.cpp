@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
@@ -17,6 +18,11 @@ constexpr double kSaturatedThroughputShare = 0.85;
 constexpr double kSaturatedErrorShare = 0.01;
 // How long a server may take to drain and exit after SIGTERM.
 constexpr auto kServerStopTimeout = std::chrono::seconds(30);
+// The saturation run's requests all wait from the start: they get this long.
+constexpr auto kSaturationTimeout = std::chrono::minutes(10);
+// How long a server may take to finish the batches of requests that timed out.
+constexpr auto kIdleTimeout = std::chrono::minutes(2);
+constexpr auto kIdlePoll = std::chrono::milliseconds(50);
 
 std::string text(double value) {
   char buffer[32];
@@ -66,6 +72,29 @@ service::OpenLoopPlan plan_for(const SweepConfig& c, std::uint16_t port,
   plan.connections = c.connections;
   plan.timeout = c.timeout;
   return plan;
+}
+
+// Waits until the server has no batch in flight, so that one measurement does not inherit the
+// previous one's backlog.
+void wait_until_idle(std::uint16_t port) {
+  const auto give_up = std::chrono::steady_clock::now() + kIdleTimeout;
+  for (;;) {
+    const auto reply =
+        service::http_exchange("127.0.0.1", port, "GET", "/stats", {}, std::chrono::seconds(10));
+    const auto stats = nlohmann::json::parse(reply.body, nullptr, false);
+    if (reply.status != 200 || !stats.is_object() || !stats.contains("batches")) {
+      throw Error("ata-serve answered GET /stats with status " + std::to_string(reply.status) +
+                  " and no batch counts");
+    }
+    if (stats["batches"].value("in_flight", 1) == 0) return;
+    if (std::chrono::steady_clock::now() > give_up) {
+      throw Error(
+          "ata-serve still had batches in flight " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kIdleTimeout).count()) +
+          " s after the load stopped");
+    }
+    std::this_thread::sleep_for(kIdlePoll);
+  }
 }
 
 }  // namespace
@@ -140,9 +169,15 @@ SweepResult run_sweep(const SweepConfig& c,
     SweepCurve curve{strategy, 0.0, {}};
     if (progress) progress(share(s * steps_each), strategy.label + " saturation");
 
-    // Every request at once: with all connections busy, the server's steady throughput.
-    const auto saturation = service::run_open_loop(
-        plan_for(c, server.port(), std::vector<double>(c.saturation_requests, 0.0)));
+    // Every request at once: with all connections busy, the server's steady throughput. No
+    // request may time out here: its batch would still run (a client gone cancels it, and
+    // work already running finishes) and the measurement would count the capacity it used as
+    // lost.
+    auto saturation_plan =
+        plan_for(c, server.port(), std::vector<double>(c.saturation_requests, 0.0));
+    saturation_plan.timeout = kSaturationTimeout;
+    const auto saturation = service::run_open_loop(saturation_plan);
+    wait_until_idle(server.port());
     std::vector<double> completions;
     for (const auto& r : saturation.requests) {
       if (r.error.empty()) completions.push_back(r.finished);
@@ -167,6 +202,7 @@ SweepResult run_sweep(const SweepConfig& c,
       sim::Rng rng(c.seed, 100 + point);
       const auto run = service::run_open_loop(
           plan_for(c, server.port(), service::poisson_arrivals(offered, c.point_seconds, 0, rng)));
+      wait_until_idle(server.port());  // timed-out requests may have left work behind
       SweepPoint p = summarize_point(run, offered, c.point_seconds);
       p.fraction = loads[point];
       curve.points.push_back(p);
