@@ -45,6 +45,7 @@ struct Options {
   std::vector<std::string> strategies{"ata-auto", "ata-auto:off", "pull", "gta", "ofta"};
   std::vector<double> loads{0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25};
   double point_seconds = 10.0;
+  std::size_t warmup_requests = 200;
   std::size_t saturation_requests = 400;
   std::string plot_dir;
 };
@@ -154,6 +155,7 @@ int sweep(const Options& o) {
   c.samples_max = o.samples_max;
   c.connections = o.connections;
   c.timeout = std::chrono::milliseconds(o.timeout_ms);
+  c.warmup_requests = o.warmup_requests;
   c.saturation_requests = o.saturation_requests;
   c.loads = o.loads;
   c.point_seconds = o.point_seconds;
@@ -237,6 +239,8 @@ int run(Options o) {
   check_at_most("--samples-max", static_cast<double>(o.samples_max),
                 static_cast<double>(kMostSamples));
   check_at_most("--timeout-ms", static_cast<double>(o.timeout_ms), kLongestRunSeconds * 1000.0);
+  check_at_most("--warmup-requests", static_cast<double>(o.warmup_requests),
+                static_cast<double>(ata::service::kMostArrivals));
   check_at_most("--saturation-requests", static_cast<double>(o.saturation_requests),
                 static_cast<double>(ata::service::kMostArrivals));
   if (o.samples_max < o.samples) {
@@ -301,6 +305,10 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--point-seconds", o.point_seconds, "--sweep: seconds of arrivals per load")
       ->check(ata::apps::kPositiveNumber);
+  app.add_option("--warmup-requests", o.warmup_requests,
+                 "--sweep: requests each server answers first (8 at a time), so that a learning "
+                 "strategy is measured once it has learned")
+      ->check(ata::apps::kWholeNonNegative);
   app.add_option("--saturation-requests", o.saturation_requests,
                  "--sweep: requests sent at once to measure a server's saturation throughput")
       ->check(ata::apps::kWholeAtLeastOne);

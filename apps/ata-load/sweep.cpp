@@ -20,6 +20,8 @@ constexpr double kSaturatedErrorShare = 0.01;
 constexpr auto kServerStopTimeout = std::chrono::seconds(30);
 // The saturation run's requests all wait from the start: they get this long.
 constexpr auto kSaturationTimeout = std::chrono::minutes(10);
+// The warm-up's requests run this many at a time.
+constexpr std::size_t kWarmupConnections = 8;
 // How long a server may take to finish the batches of requests that timed out.
 constexpr auto kIdleTimeout = std::chrono::minutes(2);
 constexpr auto kIdlePoll = std::chrono::milliseconds(50);
@@ -167,7 +169,17 @@ SweepResult run_sweep(const SweepConfig& c,
     const auto& strategy = order[s];
     service::ServerProcess server(c.server, server_arguments(c, strategy));
     SweepCurve curve{strategy, 0.0, {}};
-    if (progress) progress(share(s * steps_each), strategy.label + " saturation");
+    if (progress) progress(share(s * steps_each), strategy.label + " warm-up and saturation");
+
+    // A learner measured while it still explores would look faster than it is once it has
+    // learned (it spreads batches over every worker, slow ones included): it learns first.
+    if (c.warmup_requests > 0) {
+      auto warmup = plan_for(c, server.port(), std::vector<double>(c.warmup_requests, 0.0));
+      warmup.connections = std::min(c.connections, kWarmupConnections);
+      warmup.timeout = kSaturationTimeout;
+      (void)service::run_open_loop(warmup);
+      wait_until_idle(server.port());
+    }
 
     // Every request at once: with all connections busy, the server's steady throughput. No
     // request may time out here: its batch would still run (a client gone cancels it, and
@@ -256,6 +268,7 @@ nlohmann::json sweep_json(const SweepConfig& c, const SweepResult& result) {
             {"samples_max", c.samples_max},
             {"connections", c.connections},
             {"timeout_ms", c.timeout.count()},
+            {"warmup_requests", c.warmup_requests},
             {"saturation_requests", c.saturation_requests},
             {"point_seconds", c.point_seconds},
             {"loads", c.loads}}},

@@ -37,6 +37,7 @@ struct SweepConfig {
   std::size_t samples_max = 32;
   std::size_t connections = 64;
   std::chrono::milliseconds timeout{10000};
+  std::size_t warmup_requests = 200;      ///< per strategy, first, 8 at a time
   std::size_t saturation_requests = 400;  ///< per strategy, all sent at once
   std::vector<double> loads;              ///< offered load as fractions of the reference throughput
   double point_seconds = 10.0;            ///< duration of each load point
@@ -69,9 +70,10 @@ struct SweepResult {
   std::vector<SweepCurve> curves;
 };
 
-/// Runs the sweep. Pull is measured first (its saturation sets the reference); each strategy
-/// stops after its first saturated point. `progress` gets the share done and what runs.
-/// Throws ata::Error when a server cannot start or does not exit cleanly.
+/// Runs the sweep. Each server first serves the warm-up requests, so that a learning strategy
+/// is measured once it has learned. Pull is measured first (its saturation sets the reference);
+/// each strategy stops after its first saturated point. `progress` gets the share done and what
+/// runs. Throws ata::Error when a server cannot start or does not exit cleanly.
 [[nodiscard]] SweepResult run_sweep(
     const SweepConfig& config, const std::function<void(double, const std::string&)>& progress);
 

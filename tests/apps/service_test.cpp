@@ -234,6 +234,18 @@ TEST_CASE("a client that disconnects mid-request cancels its batch", "[service]"
   CHECK(server.stop(20s) == 0);
 }
 
+TEST_CASE("a batch past its deadline is answered with 503", "[service]") {
+  auto server = start_server("1000", {"--batch-deadline-ms", "50"});
+  const auto reply = exchange(server, "POST", "/estimate", R"({"samples": 64})");
+  CHECK(reply.status == 503);
+  CHECK_THAT(json_of(reply)["error"].get<std::string>(),
+             ContainsSubstring("the batch passed its deadline of 50 ms"));
+  const auto text = exchange(server, "GET", "/metrics").body;
+  CHECK(metric(text, "ata_batches_total{outcome=\"timed_out\"}") == 1.0);
+  CHECK(metric(text, "ata_batches_in_flight") == 0.0);
+  CHECK(server.stop(20s) == 0);
+}
+
 TEST_CASE("SIGTERM lets the batches in flight finish within the grace period", "[service]") {
   auto server = start_server("200", {"--grace-ms", "10000"});
   std::vector<std::future<svc::HttpReply>> replies;
