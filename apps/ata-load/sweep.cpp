@@ -20,6 +20,8 @@ constexpr double kSaturatedErrorShare = 0.01;
 constexpr auto kServerStopTimeout = std::chrono::seconds(30);
 // The saturation run's requests all wait from the start: they get this long.
 constexpr auto kSaturationTimeout = std::chrono::minutes(10);
+// The random stream of the load points' arrivals (the run's seed picks the run).
+constexpr std::uint64_t kArrivalStream = 100;
 // The warm-up's requests run this many at a time.
 constexpr std::size_t kWarmupConnections = 8;
 // How long a server may take to finish the batches of requests that timed out.
@@ -210,10 +212,12 @@ SweepResult run_sweep(const SweepConfig& c,
         progress(share(s * steps_each + 1 + point),
                  strategy.label + " at " + text(loads[point]) + " x " + result.reference_label);
       }
-      // The same arrivals for every strategy at a given load: common random numbers.
-      sim::Rng rng(c.seed, 100 + point);
-      const auto run = service::run_open_loop(
-          plan_for(c, server.port(), service::poisson_arrivals(offered, c.point_seconds, 0, rng)));
+      // One unit-rate Poisson process, its times divided by the rate: every strategy gets the
+      // same arrivals at a load, and a higher load offers every arrival of a lower one.
+      sim::Rng rng(c.seed, kArrivalStream);
+      auto arrivals = service::poisson_arrivals(1.0, offered * c.point_seconds, 0, rng);
+      for (double& t : arrivals) t /= offered;
+      const auto run = service::run_open_loop(plan_for(c, server.port(), std::move(arrivals)));
       wait_until_idle(server.port());  // timed-out requests may have left work behind
       SweepPoint p = summarize_point(run, offered, c.point_seconds);
       p.fraction = loads[point];
