@@ -54,8 +54,8 @@ double ms(double seconds) { return seconds * 1000.0; }
 
 void check_at_most(const char* flag, double value, double most) {
   if (value > most) {
-    throw ata::InvalidArgument(std::string(flag) + " must be at most " + ata::apps::general(most) +
-                               ", got " + ata::apps::general(value));
+    throw ata::apps::UsageError(std::string(flag) + " must be at most " + ata::apps::general(most) +
+                                ", got " + ata::apps::general(value));
   }
 }
 
@@ -68,7 +68,7 @@ std::string sibling_server() {
 }
 
 int single_run(const Options& o) {
-  if (o.port == 0) throw ata::InvalidArgument("--port is required (the port ata-serve printed)");
+  if (o.port == 0) throw ata::apps::UsageError("--port is required (the port ata-serve printed)");
   const std::string address = ata::service::loopback_address(o.host);
   ata::sim::Rng rng(o.seed, 0);
   ata::service::OpenLoopPlan plan;
@@ -244,13 +244,13 @@ int run(Options o) {
   check_at_most("--saturation-requests", static_cast<double>(o.saturation_requests),
                 static_cast<double>(ata::service::kMostArrivals));
   if (o.samples_max < o.samples) {
-    throw ata::InvalidArgument("--samples-max must be >= --samples (" + std::to_string(o.samples) +
-                               "), got " + std::to_string(o.samples_max));
+    throw ata::apps::UsageError("--samples-max must be >= --samples (" + std::to_string(o.samples) +
+                                "), got " + std::to_string(o.samples_max));
   }
   for (const double load : o.loads) {
     if (!(load > 0.0) || load > 100.0) {
-      throw ata::InvalidArgument("--loads entries must be in (0, 100], got " +
-                                 ata::apps::general(load));
+      throw ata::apps::UsageError("--loads entries must be in (0, 100], got " +
+                                  ata::apps::general(load));
     }
   }
   return o.sweep ? sweep(o) : single_run(o);
@@ -271,19 +271,19 @@ int main(int argc, char** argv) {
   auto* duration = app.add_option("--duration", o.duration, "seconds of arrivals")
                        ->check(ata::apps::kPositiveNumber);
   auto* requests = app.add_option("--requests", o.requests, "requests at most (0: no bound)")
-                       ->check(ata::apps::kWholeNonNegative);
+                       ->transform(ata::apps::whole_number(0));
   app.add_option("--connections", o.connections,
                  "connections at most; a request waits for a free one (its latency counts from "
                  "its scheduled arrival)")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--samples", o.samples, "tasks per request B (the least, with --samples-max)")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--samples-max", o.samples_max, "B uniform in [--samples, this] per request")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--timeout-ms", o.timeout_ms, "per request, from its scheduled arrival")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--seed", o.seed, "seed of the arrivals and the requests")
-      ->check(ata::apps::kWholeNonNegative);
+      ->transform(ata::apps::whole_number(0));
   app.add_option("--json", o.json_path, "write the summary (or the sweep) as JSON");
   auto* sweep_flag = app.add_flag("--sweep", o.sweep,
                                   "start one ata-serve per strategy and sweep the offered load");
@@ -292,11 +292,11 @@ int main(int argc, char** argv) {
   app.add_option("--server", o.server, "--sweep: the ata-serve program (default: next to this)");
   app.add_option("--scenario", o.scenario, "--sweep: the servers' workers (preset or JSON file)");
   app.add_option("--workers", o.workers, "--sweep: workers for a preset")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--unit-us", o.unit_us, "--sweep: microseconds per model unit of delay")
       ->check(ata::apps::kPositiveNumber);
   app.add_option("--draws", o.draws, "--sweep: Monte Carlo draws per task")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--strategies", o.strategies,
                  "--sweep: comma list of NAME or NAME:off (load awareness off)")
       ->delimiter(',');
@@ -308,13 +308,16 @@ int main(int argc, char** argv) {
   app.add_option("--warmup-requests", o.warmup_requests,
                  "--sweep: requests each server answers first (8 at a time), so that a learning "
                  "strategy is measured once it has learned")
-      ->check(ata::apps::kWholeNonNegative);
+      ->transform(ata::apps::whole_number(0));
   app.add_option("--saturation-requests", o.saturation_requests,
                  "--sweep: requests sent at once to measure a server's saturation throughput")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--plot", o.plot_dir, "--sweep: write p99_vs_load.png into this folder");
-  if (const auto exit_code = ata::apps::parse_command_line(app, argc, argv, kProgram)) {
-    return *exit_code;
-  }
-  return ata::apps::run_reporting_errors(kProgram, [&] { return run(o); });
+  return ata::apps::run_reporting_errors(kProgram, [&] {
+    if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
+      std::fputs(help->c_str(), stdout);
+      return 0;
+    }
+    return run(o);
+  });
 }

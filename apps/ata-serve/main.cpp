@@ -10,6 +10,7 @@
 #include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
+#include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
 #include "ata/runtime/pool_options.hpp"
 #include "ata/runtime/worker_pool.hpp"
@@ -18,6 +19,7 @@
 namespace {
 
 constexpr const char* kProgram = "ata-serve";
+constexpr std::size_t kDefaultWorkers = 16;
 constexpr std::size_t kMostSamples = 100000;
 constexpr std::size_t kMostBodyBytes = 16 * 1024 * 1024;
 constexpr std::size_t kMostDraws = 10000000;
@@ -45,8 +47,8 @@ struct Options {
 
 void check_at_most(const char* flag, std::size_t value, std::size_t most) {
   if (value > most) {
-    throw ata::InvalidArgument(std::string(flag) + " must be at most " + std::to_string(most) +
-                               ", got " + std::to_string(value));
+    throw ata::apps::UsageError(std::string(flag) + " must be at most " + std::to_string(most) +
+                                ", got " + std::to_string(value));
   }
 }
 
@@ -55,11 +57,11 @@ int serve(const Options& o) {
   check_at_most("--max-body", o.max_body, kMostBodyBytes);
   check_at_most("--draws", o.draws, kMostDraws);
   if (o.unit_us > kMostUnitUs) {
-    throw ata::InvalidArgument("--unit-us must be at most 1e6 (one second), got " +
-                               std::to_string(o.unit_us));
+    throw ata::apps::UsageError("--unit-us must be at most 1e6 (one second), got " +
+                                std::to_string(o.unit_us));
   }
   const auto unit = std::chrono::nanoseconds(static_cast<long long>(o.unit_us * 1000.0));
-  const auto scenario = ata::apps::scenario_from_flag(o.scenario, o.workers, 1);
+  const auto scenario = ata::apps::scenario_from_flag(o.scenario, o.workers, kDefaultWorkers, 1);
   const auto means = scenario.scaled(std::chrono::duration<double>(unit).count()).means();
   ata::PolicyOptions policy_options;
   policy_options.means = means;                                          // OFTA's oracle knowledge
@@ -71,10 +73,10 @@ int serve(const Options& o) {
       o.burn ? ata::runtime::Slowdown::Kind::burn : ata::runtime::Slowdown::Kind::sleep);
   pool_options.set_seed(o.seed);
   ata::runtime::WorkerPool pool(pool_options);
-  // --max-in-flight and --load-aware are wired when the runtime's SchedulerOptions lands:
-  //   ata::runtime::BatchScheduler scheduler(pool, *policy, ata::runtime::SchedulerOptions{}
-  //       .set_max_in_flight(o.max_in_flight).set_load_aware(o.load_aware == "on"));
-  ata::runtime::BatchScheduler scheduler(pool, *policy);
+  ata::runtime::BatchScheduler scheduler(pool, *policy,
+                                         ata::runtime::SchedulerOptions{}
+                                             .set_max_in_flight(o.max_in_flight)
+                                             .set_load_aware(o.load_aware == "on"));
 
   ata::service::ServerConfig config;
   config.listen = o.listen;
@@ -135,40 +137,43 @@ int main(int argc, char** argv) {
   app.add_option("--port", o.port, "TCP port; 0 picks a free one (printed on the first line)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--threads", o.threads, "threads serving the connections")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--max-connections", o.max_connections,
                  "open connections at most; more are closed at once")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--scenario", o.scenario, "simulator preset or JSON scenario file: the workers");
   app.add_option("--workers", o.workers, "workers (threads) for a preset")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--unit-us", o.unit_us, "microseconds per model unit of delay")
       ->check(ata::apps::kPositiveNumber);
   app.add_flag("--burn", o.burn, "spin on the CPU instead of sleeping the delays");
   app.add_option("--strategy", o.strategy, "gta, ofta, uta, ata, ata-e, ata-auto or pull");
   app.add_option("--seed", o.seed, "seed of the workers' delays, ata-auto, and unseeded requests")
-      ->check(ata::apps::kWholeNonNegative);
+      ->transform(ata::apps::whole_number(0));
   app.add_option("--draws", o.draws, "Monte Carlo draws per task")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--max-samples", o.max_samples, "largest batch a request may ask for")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--max-body", o.max_body, "largest request body, bytes (larger: 413)")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--grace-ms", o.grace_ms,
                  "after SIGINT/SIGTERM, how long batches in flight may finish before they are "
                  "cancelled")
-      ->check(ata::apps::kWholeNonNegative);
+      ->transform(ata::apps::whole_number(0));
   app.add_option("--batch-deadline-ms", o.batch_deadline_ms,
                  "a batch still running after this long is cancelled (503); 0: no deadline")
-      ->check(ata::apps::kWholeNonNegative);
+      ->transform(ata::apps::whole_number(0));
   app.add_option("--max-in-flight", o.max_in_flight,
                  "batches in flight at most; more wait for a slot")
-      ->check(ata::apps::kWholeAtLeastOne);
+      ->transform(ata::apps::whole_number(1));
   app.add_option("--load-aware", o.load_aware,
                  "on: allocate each batch against the work already queued on each worker")
       ->check(CLI::IsMember({"on", "off"}));
-  if (const auto exit_code = ata::apps::parse_command_line(app, argc, argv, kProgram)) {
-    return *exit_code;
-  }
-  return ata::apps::run_reporting_errors(kProgram, [&] { return serve(o); });
+  return ata::apps::run_reporting_errors(kProgram, [&] {
+    if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
+      std::fputs(help->c_str(), stdout);
+      return 0;
+    }
+    return serve(o);
+  });
 }

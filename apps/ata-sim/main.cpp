@@ -1,6 +1,5 @@
 // ata-sim: the paper's experiments in virtual time. Runs several strategies on one simulated
 // cluster with the same seed, prints a comparison table, and writes JSON, CSV and PNG plots.
-#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -15,7 +14,7 @@
 
 #include "app_support.hpp"
 #include "ata/ata.hpp"
-#include "ata/sim/experiment.hpp"
+#include "sim_options.hpp"
 
 namespace {
 
@@ -23,60 +22,7 @@ using ata::apps::Figure;
 using ata::apps::Series;
 using ata::sim::StrategyRun;
 
-struct Options {
-  std::string scenario = "cifar";
-  std::size_t workers = 0;  // 0: the preset's default (51), or the file's count
-  std::size_t batch = 23;
-  std::size_t rounds = 1000;
-  std::uint64_t seed = 1;
-  std::vector<std::string> strategies{"gta", "ofta", "uta", "ata", "ata-e"};
-  double alpha = 0.0;  // 0: max_i mu_i
-  double eta = 1.0;
-  std::size_t change_round = 0;  // 0: half the run
-  bool sgd = false;
-  std::size_t dim = 100;
-  double step = 1e-4;
-  double noise = 1e-3;
-  std::string json_path;
-  std::string csv_path;
-  std::string plot_dir;
-};
-
-constexpr std::size_t kDefaultWorkers = 51;
-
-ata::sim::Scenario load(const Options& o) {
-  for (const auto name : ata::sim::preset_names()) {
-    if (o.scenario == name) {
-      const std::size_t change = o.change_round ? o.change_round : std::max<std::size_t>(1, o.rounds / 2);
-      return ata::sim::make_preset(name, o.workers ? o.workers : kDefaultWorkers, change);
-    }
-  }
-  if (!std::filesystem::exists(o.scenario)) {
-    return ata::sim::make_preset(o.scenario, 1);  // throws: unknown scenario, listing the presets
-  }
-  auto scenario = ata::sim::load_scenario(o.scenario);
-  if (o.workers != 0 && o.workers != scenario.workers()) {
-    throw ata::InvalidArgument("--workers " + std::to_string(o.workers) + " disagrees with the " +
-                               std::to_string(scenario.workers()) + " workers of " + o.scenario);
-  }
-  return scenario;
-}
-
-// The requested strategies, plus OFTA and GTA as yardsticks when missing.
-std::vector<std::string> strategies_to_run(const Options& o) {
-  std::vector<std::string> names;
-  for (const auto& s : o.strategies) {
-    const auto known = ata::policy_names();
-    if (std::find(known.begin(), known.end(), s) == known.end()) {
-      (void)ata::make_policy(s, 1);  // throws: unknown strategy, listing the known ones
-    }
-    if (std::find(names.begin(), names.end(), s) == names.end()) names.push_back(s);
-  }
-  for (const char* yardstick : {"ofta", "gta"}) {
-    if (std::find(names.begin(), names.end(), yardstick) == names.end()) names.emplace_back(yardstick);
-  }
-  return names;
-}
+using Options = ata::apps::SimOptions;
 
 std::string ratio(double value, double reference) {
   return reference > 0.0 ? ata::apps::fixed(value / reference, 3) : "-";
@@ -89,6 +35,7 @@ const StrategyRun& find(const std::vector<StrategyRun>& runs, const std::string&
 nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& config,
                             const std::vector<StrategyRun>& runs) {
   const auto& ofta = find(runs, "ofta");
+  const auto& eofta = find(runs, "eofta");
   const auto& gta = find(runs, "gta");
   nlohmann::json strategies = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -97,11 +44,18 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"worker_time", r.worker_time},
                      {"wall_time_vs_ofta", r.wall_time / ofta.wall_time},
                      {"worker_time_vs_ofta", r.worker_time / ofta.worker_time},
+                     {"wall_time_vs_eofta", r.wall_time / eofta.wall_time},
                      {"wall_time_vs_gta", r.wall_time / gta.wall_time},
                      {"worker_time_vs_gta", r.worker_time / gta.worker_time},
                      {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
                      {"proxy_loss_regret", r.regret}};
     if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
+    if (r.eofta) {  // the last solution: its expected round time, OFTA's, and the lower bound
+      s["expected_round_time"] = r.eofta->expected_round_time;
+      s["ofta_expected_round_time"] = r.eofta->ofta_expected_round_time;
+      s["lower_bound"] = r.eofta->lower_bound;
+      s["exact"] = r.eofta->exact;
+    }
     strategies.push_back(s);
   }
   return {{"scenario", config.scenario.name()},
@@ -167,13 +121,35 @@ std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std:
   return out;
 }
 
+// Refuses a run that would take hours, and warns about one that takes a while.
+void check_work(const Options& o, const ata::sim::Scenario& scenario) {
+  const double draws = ata::apps::estimated_draws(o, scenario.workers());
+  const std::string what = "about " + ata::apps::general(draws, 2) + " task-time draws (--batch " +
+                           std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) +
+                           " x " + std::to_string(o.strategies.size()) + " strategies)";
+  if (draws > ata::apps::kMaxSimDraws) {
+    throw ata::InvalidArgument(what + " is more than the limit of " +
+                               ata::apps::general(ata::apps::kMaxSimDraws, 2) +
+                               " (hours of work); lower --batch or --rounds");
+  }
+  if (draws > ata::apps::kWarnSimDraws) ata::apps::warn("ata-sim", what + ": this takes a while");
+}
+
 int run(const Options& o) {
-  ata::sim::ExperimentConfig config{load(o), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400};
-  if (o.batch < 1) throw ata::InvalidArgument("--batch must be >= 1, got 0");
-  if (o.rounds < 1) throw ata::InvalidArgument("--rounds must be >= 1, got 0");
+  // Outputs first: a path that cannot be written fails now, not after the run.
+  if (!o.json_path.empty()) ata::apps::check_output_file("--json", o.json_path);
+  if (!o.csv_path.empty()) ata::apps::check_output_file("--csv", o.csv_path);
+  if (!o.plot_dir.empty()) ata::apps::check_output_folder("--plot", o.plot_dir);
+  const std::size_t change =
+      o.change_round ? o.change_round : std::max<std::size_t>(1, o.rounds / 2);
+  auto scenario =
+      ata::apps::scenario_from_flag(o.scenario, o.workers, ata::apps::kDefaultSimWorkers, change);
+  ata::sim::ExperimentConfig config{
+      std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400};
+  check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
-  const auto names = strategies_to_run(o);
+  const auto& names = o.strategies;
 
   std::printf("ata-sim: scenario %s, n = %zu workers, B = %zu, K = %zu rounds, seed %llu\n",
               config.scenario.name().c_str(), config.scenario.workers(), config.batch, config.rounds,
@@ -198,15 +174,17 @@ int run(const Options& o) {
   }
 
   const auto& ofta = find(runs, "ofta");
+  const auto& eofta = find(runs, "eofta");
   const auto& gta = find(runs, "gta");
   std::vector<std::string> header{"strategy", "wall time", "worker time", "wall/OFTA", "work/OFTA",
-                                  "wall/GTA", "work/GTA", "regret"};
+                                  "wall/EOFTA", "wall/GTA", "work/GTA", "regret"};
   if (o.sgd) header.emplace_back("f(x)-f*");
   ata::apps::Table table(header);
   for (const auto& r : runs) {
     std::vector<std::string> row{r.name, ata::apps::general(r.wall_time, 5), ata::apps::general(r.worker_time, 5),
                                  ratio(r.wall_time, ofta.wall_time), ratio(r.worker_time, ofta.worker_time),
-                                 ratio(r.wall_time, gta.wall_time), ratio(r.worker_time, gta.worker_time),
+                                 ratio(r.wall_time, eofta.wall_time), ratio(r.wall_time, gta.wall_time),
+                                 ratio(r.worker_time, gta.worker_time),
                                  ata::apps::general(r.regret, 4)};
     if (o.sgd) row.push_back(ata::apps::general(r.final_suboptimality.value_or(NAN), 4));
     table.add_row(std::move(row));
@@ -233,34 +211,12 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"ata-sim: compare task allocation strategies on a simulated cluster, in virtual time"};
-  app.option_defaults()->always_capture_default();
-  std::string presets;
-  for (const auto p : ata::sim::preset_names()) presets += (presets.empty() ? "" : ", ") + std::string(p);
-  app.add_option("--scenario", o.scenario, "preset (" + presets + ") or a JSON scenario file");
-  app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")->check(ata::apps::kWholeAtLeastOne);
-  app.add_option("--batch", o.batch, "tasks per round B")->check(ata::apps::kWholeAtLeastOne);
-  app.add_option("--rounds", o.rounds, "rounds K")->check(ata::apps::kWholeAtLeastOne);
-  app.add_option("--seed", o.seed,
-                 "random seed of the workers' times and of ata-auto's draws: the same seed "
-                 "reproduces a run bit for bit")
-      ->check(ata::apps::kWholeNonNegative);
-  app.add_option("--strategies", o.strategies,
-                 "comma list of gta, ofta, uta, ata, ata-e, ata-auto (no alpha or eta), pull")
-      ->delimiter(',');
-  app.add_option("--alpha", o.alpha, "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
-      ->check(ata::apps::kPositiveNumber);
-  app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(ata::apps::kPositiveNumber);
-  app.add_option("--change-round", o.change_round, "round at which 'slowdown' slows worker 0 (default K/2)")
-      ->check(ata::apps::kWholeAtLeastOne);
-  app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
-  app.add_option("--dim", o.dim, "SGD dimension d")->check(ata::apps::kWholeAtLeastOne);
-  app.add_option("--step", o.step, "SGD step size")->check(ata::apps::kPositiveNumber);
-  app.add_option("--noise", o.noise, "SGD gradient noise standard deviation")->check(ata::apps::kNonNegativeNumber);
-  app.add_option("--json", o.json_path, "write the summary as JSON to this file");
-  app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file");
-  app.add_option("--plot", o.plot_dir, "write PNG plots into this folder");
-  if (const auto exit_code = ata::apps::parse_command_line(app, argc, argv, "ata-sim")) return *exit_code;
-  return ata::apps::run_reporting_errors("ata-sim", [&] { return run(o); });
+  return ata::apps::run_reporting_errors("ata-sim", [&] {
+    const auto command_line = ata::apps::parse_sim_options(argc, argv);
+    if (command_line.help) {
+      std::fputs(command_line.help->c_str(), stdout);
+      return 0;
+    }
+    return run(command_line.options);
+  });
 }

@@ -1,83 +1,219 @@
 #include "app_support.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <iostream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
+#include <system_error>
 
-#include "ata/core/error.hpp"
+#include "ata/core/make_policy.hpp"
+#include "core/checks.hpp"
 #include "plot_script.hpp"  // generated: kPlotScript, the text of plot.py
+#include "sim/text_file.hpp"
+
+extern char** environ;
 
 namespace ata::apps {
 
-namespace {
+using ata::detail::excerpt;
 
-CLI::Validator number_check(const char* description, bool whole, double lowest, bool inclusive) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        std::size_t used = 0;
-        double value = 0.0;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        const bool ok = used == text.size() && !text.empty() && std::isfinite(value) &&
-                        (inclusive ? value >= lowest : value > lowest) &&
-                        (!whole || (value == std::floor(value) && text.find_first_of(".eE") == std::string::npos));
-        return ok ? std::string() : std::string("must be ") + description + ", got '" + text + "'";
-      },
-      description);
-}
-
-}  // namespace
-
-const CLI::Validator kWholeAtLeastOne = number_check("a whole number >= 1", true, 1.0, true);
-const CLI::Validator kWholeNonNegative = number_check("a whole number >= 0", true, 0.0, true);
-const CLI::Validator kPositiveNumber = number_check("a number > 0", false, 0.0, false);
-const CLI::Validator kNonNegativeNumber = number_check("a number >= 0", false, 0.0, true);
-
-std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* program) {
+std::optional<std::string> parse_arguments(CLI::App& app, int argc, const char* const* argv) {
+  if (argc < 1 || argv == nullptr || argv[0] == nullptr) {
+    throw UsageError("no program name in the argument list");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
+    return app.help();
   } catch (const CLI::ParseError& e) {
-    std::cerr << program << ": error: " << e.what() << " (see --help)\n";
-    return 2;
+    throw UsageError(excerpt(e.what(), 200));
   }
   return std::nullopt;
 }
 
 int run_reporting_errors(const char* program, const std::function<int()>& body) {
+  const auto report = [&](const std::string& what) {
+    std::cerr << program << ": error: " << what << "\n";
+  };
   try {
     return body();
+  } catch (const UsageError& e) {
+    report(std::string(e.what()) + " (see --help)");
+    return 2;
+  } catch (const std::bad_alloc&) {
+    report("out of memory: this run needs more than the machine can give (lower its sizes)");
+  } catch (const std::length_error&) {
+    report("out of memory: a size in this run is beyond what can be allocated (lower its sizes)");
+  } catch (const std::system_error& e) {
+    report("the system refused: " + e.code().message());
   } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
+    report(e.what());
+  }
+  return 1;
+}
+
+void warn(const char* program, const std::string& what) {
+  std::cerr << program << ": warning: " << what << "\n";
+}
+
+namespace {
+
+std::string bound_text(double value) { return ata::detail::to_text(value); }
+
+}  // namespace
+
+CLI::Validator whole_number(std::uint64_t lowest, std::uint64_t highest) {
+  const std::string description =
+      highest == std::numeric_limits<std::uint64_t>::max()
+          ? "a whole number >= " + std::to_string(lowest)
+          : "a whole number from " + std::to_string(lowest) + " to " + std::to_string(highest);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const bool digits =
+            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (!digits || error != std::errc() || end != text.data() + text.size() || value < lowest ||
+            value > highest) {
+          return "must be " + description + ", got '" + excerpt(text) + "'";
+        }
+        text = std::to_string(value);  // CLI11 would read "010" as octal: hand it the decimal
+        return {};
+      },
+      description);
+}
+
+CLI::Validator number_in(double lowest, bool lowest_included, double highest,
+                         bool highest_included) {
+  const std::string description =
+      std::isinf(highest)
+          ? std::string("a number ") + (lowest_included ? ">= " : "> ") + bound_text(lowest)
+          : std::string("a number in ") + (lowest_included ? "[" : "(") + bound_text(lowest) +
+                ", " + bound_text(highest) + (highest_included ? "]" : ")");
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0.0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool ok = !text.empty() && error == std::errc() && end == text.data() + text.size() &&
+                        std::isfinite(value) &&
+                        (lowest_included ? value >= lowest : value > lowest) &&
+                        (highest_included ? value <= highest : value < highest);
+        return ok ? std::string() : "must be " + description + ", got '" + excerpt(text) + "'";
+      },
+      description);
+}
+
+const CLI::Validator kPositiveNumber = number_in(0.0, false);
+const CLI::Validator kNonNegativeNumber = number_in(0.0, true);
+
+const CLI::Validator kNonEmpty(
+    [](std::string& text) -> std::string { return text.empty() ? "must not be empty" : ""; },
+    "NON-EMPTY");
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = text.find(',', start);
+    items.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
   }
 }
 
-sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
-                                 std::size_t change_round) {
-  for (const auto name : sim::preset_names()) {
-    if (scenario == name) return sim::make_preset(name, workers, change_round);
+CLI::Validator strategy_list(std::vector<std::string> extra) {
+  return CLI::Validator(
+      [extra](std::string& text) -> std::string {
+        std::vector<std::string> names(policy_names().begin(), policy_names().end());
+        names.insert(names.end(), extra.begin(), extra.end());
+        std::string known;
+        for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+        for (const auto& item : split_list(text)) {
+          if (std::find(names.begin(), names.end(), item) != names.end()) continue;
+          if (item.empty()) {
+            return "empty item in '" + excerpt(text) +
+                   "' (two commas in a row, or one at an end?); expected a comma list of " + known;
+          }
+          return "unknown strategy '" + excerpt(item) + "'; expected one of: " + known;
+        }
+        return {};
+      },
+      "LIST");
+}
+
+std::vector<std::string> strategies_with_yardsticks(const std::string& list,
+                                                    const std::vector<std::string>& yardsticks) {
+  std::vector<std::string> names;
+  for (auto& s : split_list(list)) {
+    if (std::find(names.begin(), names.end(), s) == names.end()) names.push_back(s);
   }
-  // Neither a preset nor a file: make_preset throws, listing the presets.
-  if (!std::filesystem::exists(scenario)) return sim::make_preset(scenario, 1);
-  return sim::load_scenario(scenario);
+  for (const auto& yardstick : yardsticks) {
+    if (std::find(names.begin(), names.end(), yardstick) == names.end()) {
+      names.emplace_back(yardstick);
+    }
+  }
+  return names;
+}
+
+sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
+                                 std::size_t default_workers, std::size_t change_round) {
+  for (const auto name : sim::preset_names()) {
+    if (scenario == name) {
+      return sim::make_preset(name, workers ? workers : default_workers, change_round);
+    }
+  }
+  if (std::error_code ignored; scenario.find_first_of("/.") == std::string::npos &&
+                               !std::filesystem::exists(scenario, ignored)) {
+    return sim::make_preset(scenario, 1);  // throws: unknown scenario, listing the presets
+  }
+  auto loaded = sim::load_scenario(scenario);
+  if (workers != 0 && workers != loaded.workers()) {
+    throw InvalidArgument("--workers " + std::to_string(workers) + " disagrees with the " +
+                          std::to_string(loaded.workers()) + " workers of " + scenario);
+  }
+  return loaded;
+}
+
+std::optional<std::size_t> checked_product(std::initializer_list<std::size_t> factors) {
+  std::size_t product = 1;
+  for (const std::size_t f : factors) {
+    if (f != 0 && product > std::numeric_limits<std::size_t>::max() / f) return std::nullopt;
+    product *= f;
+  }
+  return product;
+}
+
+void require_memory(const std::string& what, std::initializer_list<std::size_t> factors,
+                    const std::string& advice) {
+  const auto bytes = checked_product(factors);
+  if (bytes && *bytes <= kMaxMemoryBytes) return;
+  double estimate = 1.0;
+  for (const std::size_t f : factors) estimate *= static_cast<double>(f);
+  throw InvalidArgument(what + " need " + ata::detail::byte_size(estimate) +
+                        ", more than the limit of " +
+                        ata::detail::byte_size(static_cast<double>(kMaxMemoryBytes)) + advice);
 }
 
 std::string Table::render() const {
   std::vector<std::size_t> width(header_.size(), 0);
   const auto measure = [&](const std::vector<std::string>& row) {
-    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], row[c].size());
   };
   measure(header_);
   for (const auto& row : rows_) measure(row);
@@ -110,51 +246,192 @@ std::string general(double value, int digits) {
   return buffer;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::error_code ignored;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ignored);
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) throw Error("cannot write '" + path.string() + "'");
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void output_error(std::string_view flag, const fs::path& path,
+                               const std::string& reason) {
+  throw InvalidArgument(std::string(flag) + " '" + path.string() + "': " + reason);
 }
 
-std::vector<std::filesystem::path> plot_figures(const std::filesystem::path& folder,
-                                                const std::vector<Figure>& figures) {
+// The nearest folder on the way up from `folder` that exists: where a new file or folder would
+// first be created. Fails if something on the way exists but is not a folder.
+fs::path nearest_existing_folder(std::string_view flag, const fs::path& target, fs::path folder) {
+  if (folder.empty()) folder = ".";
+  for (;;) {
+    std::error_code error;
+    const auto status = fs::status(folder, error);
+    if (fs::exists(status)) {
+      if (!fs::is_directory(status)) {
+        output_error(flag, target, "'" + folder.string() + "' is not a folder");
+      }
+      return folder;
+    }
+    if (error && error != std::errc::no_such_file_or_directory) {
+      output_error(flag, target, error.message());
+    }
+    const fs::path parent = folder.parent_path();
+    if (parent.empty() || parent == folder) return ".";
+    folder = parent;
+  }
+}
+
+// Creates and removes a file in `folder`: the one test of writability that holds for every
+// user (root too) and every file system (read-only ones too).
+void probe_folder(std::string_view flag, const fs::path& target, const fs::path& folder) {
+  std::string name = (folder / ".ata-probe-XXXXXX").string();
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    output_error(flag, target,
+                 "cannot create a file in '" + folder.string() + "': " + std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(name.c_str());
+}
+
+}  // namespace
+
+void check_output_file(std::string_view flag, const fs::path& path) {
   std::error_code error;
-  std::filesystem::create_directories(folder, error);
-  if (error) throw Error("cannot create plot folder '" + folder.string() + "': " + error.message());
+  if (fs::is_directory(path, error)) output_error(flag, path, "is a folder, not a file");
+  if (!path.has_filename()) output_error(flag, path, "names a folder, not a file");
+  probe_folder(flag, path, nearest_existing_folder(flag, path, path.parent_path()));
+}
+
+void check_output_folder(std::string_view flag, const fs::path& path) {
+  probe_folder(flag, path, nearest_existing_folder(flag, path, path));
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  const auto fail = [&](const std::string& reason) -> void {
+    throw Error("cannot write '" + path.string() + "': " + reason);
+  };
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) fail("cannot create folder '" + folder.string() + "': " + error.message());
+  // A name of our own next to the target, so the rename stays within one file system; created
+  // with O_EXCL and the umask's permissions, like the file it replaces.
+  static std::atomic<unsigned> counter{0};
+  const fs::path temporary =
+      folder / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                std::to_string(counter++));
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) fail(std::strerror(errno));
+  const auto abandon = [&](int saved_errno) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    fail(std::strerror(saved_errno));
+  };
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) abandon(errno);
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) abandon(errno);
+  if (::close(fd) != 0) {
+    const int saved = errno;
+    ::unlink(temporary.c_str());
+    fail(std::strerror(saved));
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(temporary.c_str());
+    fail(std::strerror(saved));
+  }
+}
+
+std::vector<fs::path> plot_figures(const fs::path& folder, const std::vector<Figure>& figures) {
   nlohmann::json spec;
-  std::vector<std::filesystem::path> files;
+  std::vector<fs::path> files;
   for (const auto& f : figures) {
     nlohmann::json series = nlohmann::json::array();
     for (const auto& s : f.series) series.push_back({{"label", s.label}, {"x", s.x}, {"y", s.y}});
     files.push_back(folder / f.file);
-    spec["figures"].push_back({{"file", files.back().string()}, {"title", f.title}, {"xlabel", f.xlabel},
-                               {"ylabel", f.ylabel}, {"xlog", f.xlog}, {"ylog", f.ylog}, {"series", series}});
+    spec["figures"].push_back({{"file", files.back().string()},
+                               {"title", f.title},
+                               {"xlabel", f.xlabel},
+                               {"ylabel", f.ylabel},
+                               {"xlog", f.xlog},
+                               {"ylog", f.ylog},
+                               {"series", series}});
   }
   const auto data = folder / "plot-data.json";
-  const auto script = folder / ".plot.py";
   write_file(data, spec.dump());
-  write_file(script, kPlotScript);
   // Debian's interpreter first: it is the one python3-matplotlib installs into, whatever else
   // (a pyenv or venv) is on PATH. ATA_PYTHON overrides both.
   const char* chosen = std::getenv("ATA_PYTHON");
-  const std::string python = chosen && *chosen ? chosen
-                             : std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3"
-                                                                           : "python3";
-  const std::string command = python + " '" + script.string() + "' '" + data.string() + "'";
+  const std::string python = chosen && *chosen                ? chosen
+                             : fs::exists("/usr/bin/python3") ? "/usr/bin/python3"
+                                                              : "python3";
+  // An argument vector, no shell: the script travels as the argument of -c and the data file's
+  // path as sys.argv[1], whatever characters the folder's name holds.
+  const std::string script(kPlotScript);
+  const std::string data_path = data.string();
+  std::vector<char*> argv{const_cast<char*>(python.c_str()), const_cast<char*>("-c"),
+                          const_cast<char*>(script.c_str()), const_cast<char*>(data_path.c_str()),
+                          nullptr};
+  const std::string needed =
+      "; " + python +
+      " with matplotlib is needed (scripts/setup installs python3-matplotlib); the data is in '" +
+      data_path + "'";
+  // The plotter's stderr comes back through a pipe: its last line goes into our one-line
+  // error, and matplotlib's chatter does not reach the user.
+  int pipe_ends[2];
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) {
+    throw Error("plotting failed: " + std::string(std::strerror(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDERR_FILENO);
   std::fflush(stdout);
-  const int status = std::system(command.c_str());
-  std::filesystem::remove(script, error);
-  if (status != 0) {
-    throw Error("plotting failed (" + python +
-                " with matplotlib is needed: scripts/setup installs python3-matplotlib); the data is in '" + data.string() + "'");
+  pid_t child = 0;
+  const int spawn_error =
+      ::posix_spawnp(&child, python.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_ends[1]);
+  if (spawn_error != 0) {
+    ::close(pipe_ends[0]);
+    throw Error("plotting failed: cannot run " + python + ": " + std::strerror(spawn_error) +
+                needed);
+  }
+  std::string messages;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(pipe_ends[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    messages.append(buffer, static_cast<std::size_t>(n));
+    if (messages.size() > 8192) {
+      messages.erase(0, messages.size() - 8192);  // the end is what matters
+    }
+    ::close(pipe_ends[0]);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      throw Error("plotting failed: " + std::string(std::strerror(errno)) + needed);
+    }
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                        : "signal " + std::to_string(WTERMSIG(status));
+    while (!messages.empty() && (messages.back() == '\n' || messages.back() == ' ')) {
+      messages.pop_back();
+    }
+    if (const auto last = messages.rfind('\n'); !messages.empty()) {
+      how += ": " + excerpt(last == std::string::npos ? messages : messages.substr(last + 1), 120);
+    }
+    throw Error("plotting failed (" + how + ")" + needed);
   }
   return files;
 }
 
-Progress::Progress(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1) {}
+Progress::Progress(std::string label)
+    : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1) {}
 
 Progress::~Progress() {
   if (enabled_ && last_percent_ >= 0) std::fprintf(stderr, "\r\033[K");
@@ -167,8 +444,10 @@ void Progress::update(double fraction, const std::string& detail) {
   if (percent <= last_percent_) return;  // concurrent callers may report slightly out of order
   last_percent_ = percent;
   const int filled = percent / 5;
-  std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %s", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(20 - filled), '.').c_str(), percent, detail.c_str());
+  std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %s", label_.c_str(),
+               std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(20 - filled), '.').c_str(), percent,
+               detail.c_str());
   std::fflush(stderr);
 }
 

@@ -1,39 +1,100 @@
 #pragma once
-// What the demo apps share: text tables, output files, the PNG plotter and a progress line.
+// What the demo apps share: command-line parsing and validators, error reporting, limits on
+// what a run may allocate, text tables, output files, the PNG plotter and a progress line.
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <optional>
+#include <initializer_list>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ata/core/error.hpp"
 #include "ata/sim/scenario.hpp"
 
 namespace ata::apps {
 
-/// CLI11 validators with messages that say what was expected ("must be a whole number >= 1").
-extern const CLI::Validator kWholeAtLeastOne;
-extern const CLI::Validator kWholeNonNegative;
-extern const CLI::Validator kPositiveNumber;
-extern const CLI::Validator kNonNegativeNumber;
+/// A bad command line: run_reporting_errors() prints "<program>: error: <what> (see --help)"
+/// and returns exit code 2.
+class UsageError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
 
-/// Parses the command line. Returns std::nullopt to go on, or the exit code: 0 after printing
-/// --help, 2 after printing one line "<program>: error: <what> (see --help)" for a bad flag.
-std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* program);
+/// What a command-line parser found: the options to run with, or the text --help asked for.
+template <typename Options>
+struct CommandLine {
+  Options options;
+  std::optional<std::string> help;  ///< set when --help was given: print it and run nothing
+};
 
-/// Runs `body` and returns its exit code; an exception becomes one line on stderr,
-/// "<program>: error: <what>", and exit code 1.
+/// Parses argv into the options bound to `app` and returns --help's text when it was asked
+/// for. Throws UsageError "<flag>: <what>" for a bad command line. Prints nothing and touches
+/// no file, so a fuzzer may call it.
+std::optional<std::string> parse_arguments(CLI::App& app, int argc, const char* const* argv);
+
+/// Runs `body` and returns its exit code. An exception becomes one line on stderr,
+/// "<program>: error: <what>", and exit code 1; a UsageError adds " (see --help)" and exits
+/// with 2. Running out of memory or threads gets a plain sentence, not the library's text.
 int run_reporting_errors(const char* program, const std::function<int()>& body);
 
-/// The cluster a --scenario flag names: a preset of `workers` workers (a preset's change, if
-/// any, at round `change_round`) or a JSON scenario file. Throws ata::InvalidArgument for
-/// anything else, listing the presets.
-sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
-                                 std::size_t change_round);
+/// "<program>: warning: <what>" on stderr: a run that goes on but will take long.
+void warn(const char* program, const std::string& what);
+
+/// CLI11 validators with messages that say what was expected ("must be a whole number from 1
+/// to 1000000, got '0x10'"). A whole number is written in decimal digits only: no sign, no
+/// hexadecimal, no exponent, and it must fit, so nothing is clamped or read in another base.
+/// Attach it with ->transform(), not ->check(): it hands CLI11 the canonical decimal ("010"
+/// becomes "10", which CLI11 alone would read as octal 8).
+CLI::Validator whole_number(std::uint64_t lowest,
+                            std::uint64_t highest = std::numeric_limits<std::uint64_t>::max());
+/// A finite decimal number (no hexadecimal) in the interval from `lowest` to `highest`, each
+/// end included or not; highest = infinity for no upper end.
+CLI::Validator number_in(double lowest, bool lowest_included,
+                         double highest = std::numeric_limits<double>::infinity(),
+                         bool highest_included = false);
+extern const CLI::Validator kPositiveNumber;     ///< number_in(0, false)
+extern const CLI::Validator kNonNegativeNumber;  ///< number_in(0, true)
+/// A non-empty value: `--json ""` is a mistake, not a request for no output.
+extern const CLI::Validator kNonEmpty;
+/// A comma list of strategies (`--strategies`): every item a name make_policy() knows or one
+/// of `extra`, none empty ("ata,,gta" or "," are mistakes).
+[[nodiscard]] CLI::Validator strategy_list(std::vector<std::string> extra = {});
+
+/// "a,b,,c" -> {"a", "b", "", "c"}: the items of a comma list, empty ones kept.
+[[nodiscard]] std::vector<std::string> split_list(const std::string& text);
+/// The strategies of a `--strategies` list, each once, in order, then the yardsticks every
+/// comparison reports against (OFTA and GTA; ata-sim adds EOFTA) when missing.
+[[nodiscard]] std::vector<std::string> strategies_with_yardsticks(
+    const std::string& list, const std::vector<std::string>& yardsticks = {"ofta", "gta"});
+
+/// The cluster `--scenario` names: a preset with `workers` workers (0: `default_workers`) whose
+/// "slowdown" strikes at `change_round`, or a JSON file, whose worker count `workers` (when not
+/// 0) must match. A name with a '/' or a '.', or an existing file's, is a file. Throws
+/// ata::InvalidArgument naming the flag, the file and the problem.
+[[nodiscard]] sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
+                                               std::size_t default_workers,
+                                               std::size_t change_round);
+
+/// The most memory the apps let one structure of a run take (a dataset, a matrix, one round's
+/// results), checked before allocating it: 1 GiB.
+inline constexpr std::size_t kMaxMemoryBytes = std::size_t{1} << 30;
+
+/// The product of `factors`, or std::nullopt when it does not fit in std::size_t.
+[[nodiscard]] std::optional<std::size_t> checked_product(
+    std::initializer_list<std::size_t> factors);
+
+/// Throws ata::InvalidArgument "<what> need <size>, more than the limit of 1 GiB<advice>"
+/// unless the product of `factors` (bytes) is at most kMaxMemoryBytes.
+void require_memory(const std::string& what, std::initializer_list<std::size_t> factors,
+                    const std::string& advice);
 
 /// A plain text table with right-aligned numeric columns.
 class Table {
@@ -51,7 +112,16 @@ class Table {
 std::string fixed(double value, int decimals);
 std::string general(double value, int digits = 4);
 
-/// Writes `text` to `path`, creating parent folders; throws ata::Error if it cannot.
+/// Checks, before a run, that `path` can be written as a file: it is not a folder, and its
+/// folder exists and takes a new file, or can be created. Throws ata::InvalidArgument
+/// "<flag> '<path>': <reason>" otherwise, with the system's reason.
+void check_output_file(std::string_view flag, const std::filesystem::path& path);
+/// The same for a folder that will receive files (--plot): it is a folder, or can be created.
+void check_output_folder(std::string_view flag, const std::filesystem::path& path);
+
+/// Writes `text` to `path` whole or not at all: into a temporary file in the same folder
+/// (created if missing), then renamed over `path`, so a failed write leaves a previous file
+/// intact. Throws ata::Error "cannot write '<path>': <system's reason>".
 void write_file(const std::filesystem::path& path, const std::string& text);
 
 /// A figure for plot_figures(): one line per series.
@@ -70,9 +140,10 @@ struct Figure {
   std::vector<Series> series;
 };
 
-/// Writes every figure as a PNG into `folder` with matplotlib (python3), and returns the paths.
-/// The figure data is kept next to them as plot-data.json. Throws ata::Error when python3 or
-/// matplotlib is missing or the plotter fails.
+/// Writes every figure as a PNG into `folder` with matplotlib, and returns the paths. The
+/// figure data is kept next to them as plot-data.json. The plotter runs as python3 (or
+/// $ATA_PYTHON) with an argument vector, no shell, so any folder name is safe. Throws ata::Error
+/// when python3 or matplotlib is missing or the plotter fails.
 std::vector<std::filesystem::path> plot_figures(const std::filesystem::path& folder,
                                                 const std::vector<Figure>& figures);
 

@@ -1,11 +1,13 @@
 """Draws the PNG figures an ata app describes in a JSON file.
 
-Usage: python3 plot.py SPEC.json
+Usage: python3 plot.py SPEC.json   (the apps run it as python3 -c SCRIPT SPEC.json)
 SPEC: {"figures": [{"file": "out.png", "title": "...", "xlabel": "...", "ylabel": "...",
                     "xlog": false, "ylog": false,
                     "series": [{"label": "ata", "x": [...], "y": [...]}]}]}
+Each PNG is written to a temporary file and renamed, so a failed run leaves no half-written one.
 """
 import json
+import os
 import sys
 
 import matplotlib
@@ -16,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 STYLES = {
     "gta": ("tab:red", "-"),
     "ofta": ("black", "--"),
+    "eofta": ("black", ":"),
     "uta": ("tab:gray", ":"),
     "ata": ("tab:blue", "-"),
     "ata-e": ("tab:green", "-"),
@@ -40,7 +43,14 @@ def draw(figure):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(figure["file"])
+    folder, name = os.path.split(figure["file"])
+    temporary = os.path.join(folder, ".%s.tmp-%d" % (name, os.getpid()))
+    try:
+        fig.savefig(temporary, format="png")
+        os.replace(temporary, figure["file"])
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
     plt.close(fig)
 
 

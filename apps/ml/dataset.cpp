@@ -3,21 +3,19 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "ata/sim/random.hpp"
+#include "core/checks.hpp"
+#include "sim/text_file.hpp"
 
 namespace ata::ml {
 
 namespace {
 
-struct Entry {
-  std::size_t index;
-  double value;
-};
+using ata::detail::excerpt;
 
 [[noreturn]] void fail(std::string_view origin, std::size_t line, const std::string& what) {
   throw InvalidArgument("LIBSVM " + std::string(origin) + ", line " + std::to_string(line) + ": " + what);
@@ -29,70 +27,103 @@ double parse_number(std::string_view token, std::string_view origin, std::size_t
   double value = 0.0;
   const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
   if (error != std::errc() || end != token.data() + token.size() || !std::isfinite(value)) {
-    fail(origin, line, std::string("bad ") + what + " '" + std::string(written) + "'");
+    fail(origin, line, std::string("bad ") + what + " '" + excerpt(written) + "'");
   }
   return value;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// The next whitespace-separated token of `line`, removed from it; empty at the end.
+std::string_view next_token(std::string_view& line) {
+  std::size_t start = 0;
+  while (start < line.size() && is_space(line[start])) ++start;
+  std::size_t end = start;
+  while (end < line.size() && !is_space(line[end])) ++end;
+  const std::string_view token = line.substr(start, end - start);
+  line.remove_prefix(end);
+  return token;
+}
+
+// Reads every data line of `text`: on_row(label) for each, then on_entry(index, value) for
+// each of its pairs. Throws naming the line for anything malformed. Reads in place: the two
+// passes of parse_libsvm() copy nothing but the numbers.
+template <typename OnRow, typename OnEntry>
+void scan(std::string_view text, std::string_view origin, OnRow on_row, OnEntry on_entry) {
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const std::size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    const std::string_view label = next_token(line);
+    if (label.empty()) continue;  // blank or comment-only line
+    on_row(parse_number(label, origin, line_number, "label"));
+    std::size_t previous = 0;
+    for (std::string_view token = next_token(line); !token.empty(); token = next_token(line)) {
+      const auto colon = token.find(':');
+      if (colon == std::string_view::npos || colon == 0 || colon + 1 == token.size()) {
+        fail(origin, line_number, "expected index:value, got '" + excerpt(token) + "'");
+      }
+      const std::string_view index_text = token.substr(0, colon);
+      std::size_t index = 0;
+      const auto [end, error] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+      if (error == std::errc::result_out_of_range) {
+        fail(origin, line_number, "feature index '" + excerpt(index_text) + "' is too large");
+      }
+      if (error != std::errc() || end != index_text.data() + index_text.size()) {
+        fail(origin, line_number, "bad feature index '" + excerpt(index_text) + "'");
+      }
+      if (index == 0) fail(origin, line_number, "feature index 0 (LIBSVM indices start at 1)");
+      if (index <= previous) {
+        fail(origin, line_number,
+             "feature index " + std::to_string(index) + " after " + std::to_string(previous) +
+                 " (indices must increase)");
+      }
+      previous = index;
+      on_entry(index, parse_number(token.substr(colon + 1), origin, line_number, "feature value"));
+    }
+  }
 }
 
 }  // namespace
 
 Dataset parse_libsvm(std::string_view text, std::string_view origin) {
-  std::vector<std::vector<Entry>> rows;
-  std::vector<double> targets;
+  // First pass: check every line and find the shape, so the dense matrix is sized (and refused
+  // if too large) before anything is allocated.
+  std::size_t rows = 0;
   std::size_t cols = 0;
-  std::size_t line_number = 0;
-  std::istringstream lines{std::string(text)};
-  std::string line;
-  while (std::getline(lines, line)) {
-    ++line_number;
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream tokens(line);
-    std::string token;
-    if (!(tokens >> token)) continue;  // blank or comment-only line
-    targets.push_back(parse_number(token, origin, line_number, "label"));
-    std::vector<Entry> entries;
-    std::size_t previous = 0;
-    while (tokens >> token) {
-      const auto colon = token.find(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == token.size()) {
-        fail(origin, line_number, "expected index:value, got '" + token + "'");
-      }
-      const std::string_view index_text(token.data(), colon);
-      std::size_t index = 0;
-      const auto [end, error] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
-      if (error != std::errc() || end != index_text.data() + index_text.size()) {
-        fail(origin, line_number, "bad feature index '" + std::string(index_text) + "'");
-      }
-      if (index == 0) fail(origin, line_number, "feature index 0 (LIBSVM indices start at 1)");
-      if (index <= previous) {
-        fail(origin, line_number, "feature index " + std::to_string(index) + " after " +
-                                      std::to_string(previous) + " (indices must increase)");
-      }
-      previous = index;
-      entries.push_back({index, parse_number(std::string_view(token).substr(colon + 1), origin, line_number, "feature value")});
-      cols = std::max(cols, index);
-    }
-    rows.push_back(std::move(entries));
+  scan(
+      text, origin, [&](double) { ++rows; },
+      [&](std::size_t index, double) { cols = std::max(cols, index); });
+  if (rows == 0) {
+    throw InvalidArgument("LIBSVM " + std::string(origin) + ": no data (no line with a label)");
   }
-  if (rows.empty()) throw InvalidArgument("LIBSVM " + std::string(origin) + ": no data (empty file?)");
   if (cols == 0) throw InvalidArgument("LIBSVM " + std::string(origin) + ": no features on any line");
+  apps::require_memory("LIBSVM " + std::string(origin) + ": " + std::to_string(rows) + " rows x " +
+                           std::to_string(cols) + " features (the largest index), stored dense,",
+                       {rows, cols, sizeof(double)}, "");
   Dataset data;
-  data.rows = rows.size();
+  data.rows = rows;
   data.cols = cols;
-  data.features.assign(data.rows * cols, 0.0);
-  data.targets = std::move(targets);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (const auto& e : rows[i]) data.features[i * cols + e.index - 1] = e.value;
-  }
+  data.features.assign(rows * cols, 0.0);
+  data.targets.reserve(rows);
+  std::size_t row = 0;
+  scan(
+      text, origin,
+      [&](double label) {
+        data.targets.push_back(label);
+        row = data.targets.size() - 1;
+      },
+      [&](std::size_t index, double value) { data.features[row * cols + index - 1] = value; });
   return data;
 }
 
 Dataset load_libsvm(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw InvalidArgument("cannot read LIBSVM file '" + path + "'");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_libsvm(text.str(), path);
+  return parse_libsvm(ata::detail::read_text_file(path, kMaxLibsvmFileBytes, "LIBSVM file"), path);
 }
 
 void as_plus_minus_one(Dataset& data, std::string_view origin) {
@@ -117,6 +148,9 @@ void scale_columns(Dataset& data) {
 namespace {
 
 Dataset gaussian_features(std::size_t rows, std::size_t cols, sim::Rng& rng) {
+  apps::require_memory(
+      "synthetic data of " + std::to_string(rows) + " rows x " + std::to_string(cols) + " features",
+      {rows, cols, sizeof(double)}, " (lower --rows or --cols)");
   Dataset data;
   data.rows = rows;
   data.cols = cols;

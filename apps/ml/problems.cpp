@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "app_support.hpp"
 #include "ata/core/error.hpp"
 
 namespace ata::ml {
@@ -62,14 +63,11 @@ void Problem::stochastic_prox(std::span<const double>, double, sim::Rng&, std::s
 QuadraticProblem::QuadraticProblem(std::size_t dim, double noise) : dim_(dim), noise_(noise) {
   if (dim == 0) throw InvalidArgument("quadratic dimension must be >= 1, got 0");
   if (!std::isfinite(noise) || noise < 0.0) throw InvalidArgument("gradient noise must be finite and >= 0");
-  std::vector<double> a(dim * dim, 0.0);
-  for (std::size_t j = 0; j < dim; ++j) {
-    a[j * dim + j] = 0.5;
-    if (j + 1 < dim) a[j * dim + j + 1] = a[(j + 1) * dim + j] = -0.25;
-  }
-  std::vector<double> b(dim, 0.0);
-  b[0] = -0.25;
-  optimal_loss_ = loss(solve_spd(std::move(a), std::move(b)));
+  // In closed form, so the dimension costs no d x d matrix: f* = -b'A^{-1}b / 2 with
+  // b = -(1/4) e_1 and A = T / 4, T = tridiag(-1, 2, -1), whose (T^{-1})_11 = d / (d + 1);
+  // hence f* = -(1/32) * 4 d / (d + 1) = -d / (8 (d + 1)).
+  const auto d = static_cast<double>(dim);
+  optimal_loss_ = -d / (8.0 * (d + 1.0));
 }
 
 std::string QuadraticProblem::describe() const {
@@ -111,6 +109,11 @@ FiniteSumProblem::FiniteSumProblem(Dataset data, const std::string& kind, const 
       description_(kind + " on " + name + " (" + std::to_string(data_.rows) + " x " + std::to_string(data_.cols) +
                    details + ")") {
   if (data_.rows == 0 || data_.cols == 0) throw InvalidArgument("dataset '" + name + "' is empty");
+  // Computing f* exactly takes a d x d matrix (the Hessian, or the normal equations).
+  apps::require_memory(kind + " on " + name + ": " + std::to_string(data_.cols) + " features (a " +
+                           std::to_string(data_.cols) + " x " + std::to_string(data_.cols) +
+                           " matrix to compute f*)",
+                       {data_.cols, data_.cols, sizeof(double)}, "");
 }
 
 std::string FiniteSumProblem::describe() const { return description_; }

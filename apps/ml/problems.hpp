@@ -70,7 +70,8 @@ class FiniteSumProblem : public Problem {
 
  protected:
   /// Described as "<kind> on <name> (rows x cols<details>)". Throws ata::InvalidArgument for an
-  /// empty dataset.
+  /// empty dataset, or one with so many features that the cols x cols matrix behind f* would
+  /// exceed apps::kMaxMemoryBytes.
   FiniteSumProblem(Dataset data, const std::string& kind, const std::string& name, const std::string& details = "");
   Dataset data_;
 

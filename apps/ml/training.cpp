@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <system_error>
 
+#include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
 #include "ata/runtime/pool_options.hpp"
@@ -38,13 +41,23 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   auto pool_options = runtime::PoolOptions::from_scenario(
       config.scenario, config.unit, config.burn ? runtime::Slowdown::Kind::burn : runtime::Slowdown::Kind::sleep);
   pool_options.set_seed(config.seed);
-  runtime::WorkerPool pool(pool_options);
-  runtime::BatchScheduler scheduler(pool, *policy);
+  std::optional<runtime::WorkerPool> pool;
+  try {
+    pool.emplace(pool_options);
+  } catch (const std::system_error& e) {  // the system's limit on threads, or on memory for stacks
+    throw Error("cannot start " + std::to_string(config.scenario.workers()) +
+                " worker threads: " + e.code().message() + " (use fewer workers)");
+  }
+  runtime::BatchScheduler scheduler(*pool, *policy);
 
   TrainingRun run;
   run.name = std::string(strategy);
   std::vector<double> x = problem.initial_point();
   const double initial_gap = problem.loss(x) - problem.optimal_loss();
+  if (!std::isfinite(initial_gap)) {
+    throw InvalidArgument("the loss gap at the start, f(x0) - f*, is not finite on " +
+                          problem.describe() + ": the data's values are too large");
+  }
   const double target = config.target_gap * initial_gap;
   const std::size_t d = problem.dim();
   double overhead = 0.0;
@@ -74,6 +87,11 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
     overhead += seconds(report.overhead());
     run.rounds = k;
     run.final_gap = problem.loss(x) - problem.optimal_loss();
+    if (!std::isfinite(run.final_gap)) {
+      throw Error(run.name + " diverged at round " + std::to_string(k) + ": f(x) - f* is " +
+                  (std::isnan(run.final_gap) ? "nan" : "inf") + " with step size " +
+                  apps::general(config.step, 6) + " (lower --step)");
+    }
     run.trace.push_back({k, run.wall_seconds, run.worker_seconds, run.final_gap});
     if (progress) progress(k);
     if (run.final_gap <= target) {

@@ -56,7 +56,8 @@ struct TrainingRun {
 /// Trains with `strategy` (a make_policy() name) on a fresh pool built from config.scenario.
 /// Task j of round k draws its sample from sim::Rng(seed + k, j), so allocated and pull
 /// strategies follow the same iterates. `progress` (optional) gets the rounds done.
-/// Throws ata::InvalidArgument for bad settings.
+/// Throws ata::InvalidArgument for bad settings, and ata::Error when the worker threads cannot
+/// be started or the training diverges (f(x) - f* no longer finite: the step is too large).
 [[nodiscard]] TrainingRun train(const Problem& problem, const TrainingConfig& config, std::string_view strategy,
                                 const std::function<void(std::size_t)>& progress = {});
 

@@ -1,53 +1,39 @@
 #include "training_app.hpp"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
 #include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "dataset.hpp"
+#include "training_options.hpp"
 
 namespace ata::ml {
 
 namespace {
 
-struct Options {
-  std::string problem = "logistic";
-  std::string data_path;
-  std::size_t rows = 2000;
-  std::size_t cols = 20;
-  double l2 = 1e-3;
-  std::size_t dim = 100;
-  double noise = 1e-3;
-  std::string scenario = "cifar";
-  std::size_t workers = 51;
-  double unit_us = 2.0;
-  bool burn = false;
-  std::size_t batch = 23;
-  std::size_t rounds = 2000;
-  double step = 0.05;
-  double target_gap = 0.01;
-  std::uint64_t seed = 1;
-  std::vector<std::string> strategies{"gta", "ofta", "uta", "pull", "ata", "ata-e", "ata-auto"};
-  double alpha = 0.0;
-  double eta = 1.0;
-  std::string json_path;
-  std::string csv_path;
-  std::string plot_dir;
-};
+using Options = TrainingOptions;
 
-std::unique_ptr<Problem> make_problem(const Options& o, Method method) {
+// Above these, a run goes on with a warning that it will take long.
+constexpr double kWarnOptimumWork = 1e10;
+constexpr double kWarnTrainingTasks = 1e9;
+
+// Each round keeps B results of the problem's dimension: refused before the run if they would
+// not fit.
+void check_round_memory(const Options& o, std::size_t dim, const std::string& what) {
+  apps::require_memory("--batch " + std::to_string(o.batch) + " results of " + std::to_string(dim) +
+                           " numbers (" + what + ") per round",
+                       {o.batch, dim, sizeof(double)}, "; lower --batch");
+}
+
+std::unique_ptr<Problem> make_problem(const Options& o, const char* program) {
   if (o.problem == "quadratic") {
-    if (method == Method::prox) throw InvalidArgument("--problem quadratic has no prox; use logistic or least-squares");
-    if (!o.data_path.empty()) throw InvalidArgument("--data does not apply to --problem quadratic");
+    check_round_memory(o, o.dim, "--dim");
     return std::make_unique<QuadraticProblem>(o.dim, o.noise);
-  }
-  if (o.problem != "logistic" && o.problem != "least-squares") {
-    throw InvalidArgument("unknown problem '" + o.problem + "'; expected logistic, least-squares or quadratic");
   }
   const bool classify = o.problem == "logistic";
   Dataset data;
@@ -61,21 +47,29 @@ std::unique_ptr<Problem> make_problem(const Options& o, Method method) {
     scale_columns(data);
     name = o.data_path;
   }
+  check_round_memory(o, data.cols, "the data's features");
+  // f* is computed exactly: a pass over the data costs rows x cols^2 multiply-adds (the Hessian
+  // or the normal equations), and logistic regression takes several.
+  const double pass = static_cast<double>(data.rows) * static_cast<double>(data.cols) *
+                      static_cast<double>(data.cols);
+  if (pass > kWarnOptimumWork) {
+    apps::warn(program, "computing f* exactly on " + std::to_string(data.rows) + " x " +
+                            std::to_string(data.cols) + " data takes about " +
+                            apps::general(pass, 2) + " multiply-adds per pass: this takes a while");
+  }
   if (classify) return std::make_unique<LogisticProblem>(std::move(data), o.l2, name);
   return std::make_unique<LeastSquaresProblem>(std::move(data), name);
 }
 
-std::vector<std::string> with_yardsticks(std::vector<std::string> names) {
-  std::vector<std::string> out;
-  for (auto& s : names) {
-    const auto known = policy_names();
-    if (std::find(known.begin(), known.end(), s) == known.end()) (void)make_policy(s, 1);  // throws, listing names
-    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+sim::Scenario load_scenario(const Options& o) {
+  auto scenario = apps::scenario_from_flag(o.scenario, o.workers, kDefaultTrainingWorkers,
+                                           std::max<std::size_t>(1, o.rounds / 2));
+  if (scenario.workers() > kMaxTrainingWorkers) {
+    throw InvalidArgument("scenario " + o.scenario + " has " + std::to_string(scenario.workers()) +
+                          " workers, more than the " + std::to_string(kMaxTrainingWorkers) +
+                          " threads ata-sgd and ata-prox start at most");
   }
-  for (const char* y : {"ofta", "gta"}) {
-    if (std::find(out.begin(), out.end(), y) == out.end()) out.emplace_back(y);
-  }
-  return out;
+  return scenario;
 }
 
 const TrainingRun& find(const std::vector<TrainingRun>& runs, const std::string& name) {
@@ -85,13 +79,24 @@ const TrainingRun& find(const std::vector<TrainingRun>& runs, const std::string&
 std::string ratio(double a, double b) { return b > 0.0 ? apps::fixed(a / b, 2) : "-"; }
 
 int run(const Options& o, Method method, const char* program) {
-  const auto problem = make_problem(o, method);
+  // Outputs first: a path that cannot be written fails now, not after the run.
+  if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
+  if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
+  if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
   TrainingConfig config;
   config.method = method;
-  config.scenario =
-      apps::scenario_from_flag(o.scenario, o.workers, std::max<std::size_t>(1, o.rounds / 2));
-  if (!(o.unit_us > 0.0)) throw InvalidArgument("--unit-us must be > 0");
-  config.unit = std::chrono::nanoseconds(static_cast<long long>(o.unit_us * 1000.0));
+  config.scenario = load_scenario(o);
+  const auto problem = make_problem(o, program);
+  const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
+                       static_cast<double>(o.strategies.size());
+  if (tasks > kWarnTrainingTasks) {
+    apps::warn(program, "up to " + apps::general(tasks, 2) + " tasks (--batch " +
+                            std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) +
+                            " x " + std::to_string(o.strategies.size()) +
+                            " strategies): this may take a while");
+  }
+  // --unit-us is bounded by its flag, so this converts without overflow.
+  config.unit = std::chrono::nanoseconds(std::llround(o.unit_us * 1000.0));
   config.burn = o.burn;
   config.batch = o.batch;
   config.max_rounds = o.rounds;
@@ -101,7 +106,7 @@ int run(const Options& o, Method method, const char* program) {
   const auto means = true_means_seconds(config);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
-  const auto names = with_yardsticks(o.strategies);
+  const auto& names = o.strategies;
 
   const double initial_gap = problem->loss(problem->initial_point()) - problem->optimal_loss();
   std::printf("%s: %s\n", program, problem->describe().c_str());
@@ -194,41 +199,14 @@ int run(const Options& o, Method method, const char* program) {
 
 int training_main(int argc, char** argv, Method method) {
   const char* program = method == Method::sgd ? "ata-sgd" : "ata-prox";
-  Options o;
-  CLI::App app{method == Method::sgd
-                   ? "ata-sgd: minibatch SGD on real threads with heterogeneous workers, strategy by strategy"
-                   : "ata-prox: minibatch stochastic proximal point on real threads, strategy by strategy"};
-  app.option_defaults()->always_capture_default();
-  app.add_option("--problem", o.problem, method == Method::sgd ? "logistic, least-squares or quadratic (the paper's)"
-                                                               : "logistic or least-squares");
-  app.add_option("--data", o.data_path, "LIBSVM file for logistic / least-squares (default: synthetic data)");
-  app.add_option("--rows", o.rows, "synthetic data: samples")->check(apps::kWholeAtLeastOne);
-  app.add_option("--cols", o.cols, "synthetic data: features")->check(apps::kWholeAtLeastOne);
-  app.add_option("--l2", o.l2, "logistic: L2 regularisation")->check(apps::kPositiveNumber);
-  app.add_option("--dim", o.dim, "quadratic: dimension")->check(apps::kWholeAtLeastOne);
-  app.add_option("--noise", o.noise, "quadratic: gradient noise")->check(apps::kNonNegativeNumber);
-  app.add_option("--scenario", o.scenario, "simulator preset or JSON scenario file: the workers' slowdowns");
-  app.add_option("--workers", o.workers, "threads (workers) for a preset")->check(apps::kWholeAtLeastOne);
-  app.add_option("--unit-us", o.unit_us, "microseconds per model unit of delay")->check(apps::kPositiveNumber);
-  app.add_flag("--burn", o.burn, "spin on the CPU instead of sleeping the delays");
-  app.add_option("--batch", o.batch, "tasks per round B")->check(apps::kWholeAtLeastOne);
-  app.add_option("--rounds", o.rounds, "rounds at most, per strategy")->check(apps::kWholeAtLeastOne);
-  app.add_option("--step", o.step, "step size")->check(apps::kPositiveNumber);
-  app.add_option("--target-gap", o.target_gap, "stop at f - f* <= this share of the initial gap")->check(apps::kPositiveNumber);
-  app.add_option("--seed", o.seed, "random seed")->check(apps::kWholeNonNegative);
-  app.add_option("--strategies", o.strategies, "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull")->delimiter(',');
-  app.add_option("--alpha", o.alpha, "ATA's alpha in microseconds (default: the largest mean task time)")
-      ->check(apps::kPositiveNumber);
-  app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(apps::kPositiveNumber);
-  app.add_option("--json", o.json_path, "write the summary as JSON");
-  app.add_option("--csv", o.csv_path, "write the per-round trace as CSV");
-  app.add_option("--plot", o.plot_dir, "write PNG plots into this folder");
-  if (const auto exit_code = apps::parse_command_line(app, argc, argv, program)) return *exit_code;
-  if (o.target_gap >= 1.0) {
-    std::cerr << program << ": error: --target-gap must be < 1, got " << o.target_gap << "\n";
-    return 2;
-  }
-  return apps::run_reporting_errors(program, [&] { return run(o, method, program); });
+  return apps::run_reporting_errors(program, [&] {
+    const auto command_line = parse_training_options(argc, argv, method);
+    if (command_line.help) {
+      std::fputs(command_line.help->c_str(), stdout);
+      return 0;
+    }
+    return run(command_line.options, method, program);
+  });
 }
 
 }  // namespace ata::ml

@@ -9,6 +9,7 @@
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
 #include "core/normal_sampler.hpp"
+#include "core/round_time_allocator.hpp"
 
 namespace ata {
 
@@ -37,6 +38,33 @@ double far_tail() {
 }
 // Zero durations are floored at this fraction of the worker's mean before taking logarithms.
 constexpr double kLogFloor = 1e-6;
+// Times of an idle worker: the clipped standardised log-residuals of its times against its
+// history are summed over every suffix of at least kMinProbes; a sum below -kProbeAlarm
+// sqrt(length) restarts its statistics from that suffix. The test goes on while the residuals
+// average below -kKeepTesting, for at most kMaxProbes times, and needs a history of
+// kMinHistory times. Measured on exponential times (whose log-times have a long left tail):
+// 0.08% false alarms and 1.7 times per test, a tenfold speedup found with probability 0.94
+// after ~6 times (or by a later test); shifted exponentials: none, and 2 times.
+constexpr double kProbeAlarm = 4.0;
+constexpr std::size_t kMinProbes = 2;
+constexpr std::size_t kMaxProbes = 12;
+constexpr double kKeepTesting = 0.5;
+constexpr std::size_t kMinHistory = 4;
+// A worker not observed for more than this many rounds is idle: its next times are tested
+// against its history (the test above).
+constexpr std::size_t kIdleRounds = 16;
+// probe_count_ of a worker under test before its first time: 1, so that 0 means "not tested".
+constexpr unsigned char kTesting = 1;
+// A worker gets at most this many times its samples (since its last change) in one round, so
+// that an estimate from a few lucky times costs a bounded round before it is corrected.
+constexpr std::size_t kRamp = 2;
+// The exploration credit never exceeds this many rounds' predicted time, so that a long quiet
+// spell does not buy a burst of exploration later.
+constexpr double kCreditRounds = 10.0;
+constexpr double kNoProbe = -1.0;
+// exp(-exp(-gamma)): the expected maximum of u balanced times is about their quantile of
+// probability kGumbelMeanLevel^(1/u) (see RoundTimeAllocator).
+constexpr double kGumbelMeanLevel = 0.5703760182828;
 
 // Mixes the seed so that seeds 0, 1, 2, ... start far apart in SplitMix64's sequence.
 std::uint64_t initial_state(std::uint64_t seed) noexcept {
@@ -49,6 +77,10 @@ AtaAutoPolicy::Options checked(const AtaAutoPolicy::Options& o) {
   if (std::isnan(o.change_threshold) || o.change_threshold <= 0.0) {
     throw InvalidArgument("ata-auto change_threshold must be > 0 (+inf turns the test off), got " +
                           detail::to_text(o.change_threshold));
+  }
+  if (!(o.exploration_budget >= 0.0 && o.exploration_budget < 1.0)) {
+    throw InvalidArgument("ata-auto exploration_budget must be in [0, 1), got " +
+                          detail::to_text(o.exploration_budget));
   }
   return o;
 }
@@ -66,9 +98,32 @@ AtaAutoPolicy::AtaAutoPolicy(std::size_t workers, const Options& options)
       own_(workers, 0.0),
       stale_(workers, 0),
       unseen_(workers),
-      random_state_(initial_state(options.seed)) {}
+      prev_(workers),
+      next_(workers),
+      oldest_(0),
+      newest_(workers - 1),
+      last_round_(workers, 0),
+      last_allocated_(workers, 0),
+      probe_level_(workers, kNoProbe),
+      probe_reference_(workers, {0.0, 1.0}),
+      probe_sum_(workers, 0.0),
+      probe_count_(workers, 0),
+      exploring_(workers, 0),
+      allocator_(std::make_unique<detail::RoundTimeAllocator>()),
+      random_state_(initial_state(options.seed)) {
+  for (std::size_t i = 0; i < workers; ++i) {
+    prev_[i] = i == 0 ? workers : i - 1;
+    next_[i] = i + 1;
+  }
+}
 
 AtaAutoPolicy::AtaAutoPolicy(std::size_t workers) : AtaAutoPolicy(workers, Options{}) {}
+
+AtaAutoPolicy::~AtaAutoPolicy() = default;
+
+std::size_t AtaAutoPolicy::explored_per_round(std::size_t batch) noexcept {
+  return static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(batch)) / 2.0));
+}
 
 double AtaAutoPolicy::estimated_mean(std::size_t worker) const {
   detail::require_worker_index(worker, workers());
@@ -143,16 +198,96 @@ void AtaAutoPolicy::refresh(std::size_t worker) {
 
 void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   Worker& w = workers_[worker];
-  if (w.count == 0) --unseen_;
+  if (w.count == 0) {
+    --unseen_;
+    remember_first_time(worker, seconds);
+  }
   // Floored relative to the mean with this sample, so that zero times have a finite logarithm.
   const double k = static_cast<double>(w.count);
   const double scale = (w.mean * k + seconds) / (k + 1.0);
   const double log_seconds =
       std::log(std::max({seconds, kLogFloor * scale, std::numeric_limits<double>::min()}));
+  // A worker back from a long idle spell, whether a probe or the exploitation gave it the task,
+  // is tested against its history: it may have changed while nobody watched.
+  if (probe_count_[worker] == 0 && w.count >= kMinHistory && w.mean > 0.0 &&
+      last_round_[worker] + kIdleRounds < round()) {
+    // The residual's variance: the log-time's, plus that of the estimated log-mean. The pooled
+    // log-variance, not the worker's: an idle worker has few times, and one tiny time (log-times
+    // have a long left tail) would inflate its own estimate and hide a change for many probes.
+    const double variance = pooled_log_variance() * (1.0 + 1.0 / k);
+    probe_reference_[worker] = {w.log_mean, std::sqrt(variance)};
+    probe_count_[worker] = kTesting;
+  }
+  touch(worker);
+  if (probe_level_[worker] != kNoProbe) {
+    round_overshoot_ = std::max(round_overshoot_, seconds - probe_level_[worker]);
+    probe_level_[worker] = kNoProbe;
+  }
+  // Every time of a worker under test counts, whether a probe or an exploited task gave it.
+  const bool testing = probe_count_[worker] > 0;
+  double residual = 0.0;
+  if (testing) {
+    const auto [centre, sd] = probe_reference_[worker];
+    residual = std::clamp((log_seconds - centre) / sd, -kClip, kClip);
+  }
   pool_remove(worker);
   add(worker, seconds, log_seconds);
   pool_add(worker);
+  if (testing && probe_result(worker, residual)) return;
   if (options_.change_threshold < std::numeric_limits<double>::infinity()) test_for_change(worker);
+}
+
+// Adds one residual to the worker's sequential test. Every suffix of the test's times (at least
+// kMinProbes) is a candidate new regime, so a test that began just before a change still finds
+// it; the statistics restart from the most significant suffix. Returns true when they did.
+bool AtaAutoPolicy::probe_result(std::size_t worker, double residual) {
+  probe_sum_[worker] += residual;
+  const std::size_t probes = probe_count_[worker]++;  // kTesting (1) counts no time yet
+  const auto [centre, sd] = probe_reference_[worker];
+  const double* logs = &log_ring_[worker * kWindow];
+  const std::size_t count = workers_[worker].count;
+  double suffix = 0.0;
+  double most = 0.0;  // the most significant suffix's sum / sqrt(length), below -kProbeAlarm
+  std::size_t keep = 0;
+  for (std::size_t m = 1; m <= probes; ++m) {
+    suffix += std::clamp((logs[(count - m) % kWindow] - centre) / sd, -kClip, kClip);
+    const double score = suffix / std::sqrt(static_cast<double>(m));
+    if (m >= kMinProbes && score < -kProbeAlarm && score < most) {
+      most = score;
+      keep = m;
+    }
+  }
+  const double continue_below = -kKeepTesting * static_cast<double>(probes);
+  if (keep > 0 || probe_sum_[worker] >= continue_below || probes >= kMaxProbes) {
+    probe_sum_[worker] = 0.0;
+    probe_count_[worker] = 0;
+    if (keep > 0) {
+      restart(worker, keep);
+      ++rediscoveries_;
+    }
+    return keep > 0;
+  }
+  follow_ups_.push_back(worker);  // clearly faster so far, not yet significant: probe again
+  return false;
+}
+
+// Moves the worker to the newest end of the list of last observations.
+void AtaAutoPolicy::touch(std::size_t worker) {
+  last_round_[worker] = round();
+  if (newest_ == worker) return;
+  const std::size_t none = workers();
+  const std::size_t before = prev_[worker];
+  const std::size_t after = next_[worker];  // not none: the worker is not the newest
+  if (before == none) {
+    oldest_ = after;
+  } else {
+    next_[before] = after;
+  }
+  prev_[after] = before;
+  prev_[worker] = newest_;
+  next_[worker] = none;
+  next_[newest_] = worker;
+  newest_ = worker;
 }
 
 // Compares the last m log-times (m = 4, 8, 16) with the worker's older ones: the sum of their
@@ -219,37 +354,95 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
 }
 
 void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {
+  credit_ -= round_overshoot_;
+  round_overshoot_ = 0.0;
   const std::size_t n = workers();
-  std::size_t left = batch;
-  if (unseen_ > 0) {
-    unseen_list_.clear();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (workers_[i].count == 0) unseen_list_.push_back(i);
+  explored_.clear();
+  if (unseen_ == n) {  // nothing known yet: the first workers share the batch
+    for (std::size_t i = oldest_; i != n && explored_.size() < explored_per_round(batch);
+         i = next_[i]) {
+      explored_.push_back(i);
+      probe_level_[i] = std::numeric_limits<double>::infinity();  // nothing to charge against
     }
-    const std::size_t tried = std::min(left, unseen_list_.size());
-    for (std::size_t j = 0; j < tried; ++j) out.add(unseen_list_[j]);
-    left -= tried;
-    if (left == 0) return;
-    if (unseen_list_.size() == n) {  // nothing observed yet and B > n: spread the rest
-      spread_.spread(unseen_list_, left, out);
-      return;
+    spread_.spread(explored_, batch, out);
+    exploratory_tasks_ += batch;
+    return;
+  }
+  pick_explored(batch);
+  std::size_t tasks = batch - explored_.size();
+  double predicted = plan(tasks);
+  const std::size_t more = more_unseen(batch, tasks, predicted);
+  if (more > 0) {
+    for (std::size_t i = oldest_, added = 0; added < more; i = next_[i]) {
+      if (exploring_[i]) continue;  // unseen workers come first in the list
+      explored_.push_back(i);
+      exploring_[i] = 1;
+      ++added;
+    }
+    tasks -= more;
+    predicted = replan(tasks);
+  }
+  commit(tasks, out);
+  credit_ = std::min(credit_ + options_.exploration_budget * predicted, kCreditRounds * predicted);
+  for (const std::size_t i : explored_) {
+    out.add(i);
+    probe_level_[i] = predicted;
+    exploring_[i] = 0;
+  }
+  exploratory_tasks_ += explored_.size();
+}
+
+void AtaAutoPolicy::pick_explored(std::size_t batch) {
+  const std::size_t none = workers();
+  const std::size_t limit = std::min(explored_per_round(batch), batch - 1);
+  // Follow-ups of probes that looked faster come first, whatever the credit (they are charged).
+  std::size_t waiting = 0;
+  for (const std::size_t i : follow_ups_) {
+    if (probe_count_[i] == 0 || exploring_[i]) continue;  // sequence over, or listed twice
+    if (explored_.size() < limit) {
+      explored_.push_back(i);
+      exploring_[i] = 1;
+    } else {
+      follow_ups_[waiting++] = i;
     }
   }
+  follow_ups_.resize(waiting);
+  if (!(credit_ > 0.0)) return;
+  // Then the least recently observed: unseen workers (never observed, so first in the list),
+  // then idle ones. A worker observed in the last round is in use, and so is every later one.
+  // So is one given tasks in the last round whose times are not in yet: when batches overlap
+  // (the runtime's load-aware rounds), rounds are allocated before earlier ones are observed.
+  const std::size_t now = round();
+  for (std::size_t i = oldest_; i != none && explored_.size() < limit; i = next_[i]) {
+    if (workers_[i].count > 0 && last_round_[i] + 1 >= now) break;
+    if (exploring_[i] || (workers_[i].count > 0 && last_allocated_[i] + 1 >= now)) continue;
+    explored_.push_back(i);
+    exploring_[i] = 1;
+  }
+}
 
-  // Posterior draws in log space; only the m = min(left, seen) smallest can get a task, so they
-  // are kept in a bounded max-heap of (draw, index), and only they are exponentiated.
-  const std::size_t seen = n - unseen_;
-  const std::size_t m = std::min(left, seen);
+// Plans `tasks` tasks for the observed workers not explored this round: posterior draws, then
+// the allocation of least estimated expected round time among the smallest draws. Returns that
+// estimate (0 when no worker is available: commit() then spreads the tasks over the explored).
+double AtaAutoPolicy::plan(std::size_t tasks) {
+  heap_.clear();
+  const std::size_t n = workers();
+  std::size_t available = n - unseen_;
+  for (const std::size_t i : explored_) available -= workers_[i].count > 0;
+  if (tasks == 0 || available == 0) return 0.0;
+  // Posterior draws in log space; only the m = min(tasks, available) smallest can get a task,
+  // so they are kept in a bounded max-heap of (draw, index), and only they are exponentiated.
+  const std::size_t m = std::min(tasks, available);
   const double pool = pooled_cv2();
+  const auto queued = backlog();
   const double far2 = kFar * kFar;
   const double tail = far_tail();
   std::uint64_t state = random_state_;  // a local copy: the loop's stores cannot alias it
-  heap_.clear();
   double worst = std::numeric_limits<double>::infinity();  // the m-th smallest draw so far
   for (std::size_t i = 0; i < n; ++i) {
     if (stale_[i]) refresh(i);
     const double centre = centre_[i];
-    if (centre == kUnseen) continue;
+    if (centre == kUnseen || exploring_[i]) continue;
     const double variance = pool_weight_[i] * pool + own_[i];
     const double gap = centre - worst;
     double z = 0.0;
@@ -262,7 +455,9 @@ void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {
     } else {
       z = detail::standard_normal(state);
     }
-    const double draw = centre + std::sqrt(variance) * z;
+    // Load-aware rounds rank a worker by the time its next task would end, behind its backlog.
+    const double draw =
+        centre + std::sqrt(variance) * z + (queued.empty() ? 0.0 : std::log1p(queued[i]));
     if (heap_.size() < m) {
       heap_.emplace_back(draw, i);
       std::push_heap(heap_.begin(), heap_.end());
@@ -275,15 +470,118 @@ void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {
     }
   }
   random_state_ = state;
-  // Candidates in index order, so that the solver's ties break by the lowest worker index.
+  // Candidates in index order, so that ties break by the lowest worker index. A candidate's cv^2
+  // is its posterior variance times K_i / c^2 (see refresh()).
   std::sort(heap_.begin(), heap_.end(),
             [](const auto& a, const auto& b) { return a.second < b.second; });
-  candidate_scores_.resize(heap_.size());
-  for (std::size_t j = 0; j < heap_.size(); ++j) candidate_scores_[j] = std::exp(heap_[j].first);
-  solver_.solve(candidate_scores_, left, candidate_allocation_);
+  const double per_scale2 = 1.0 / (options_.exploration * options_.exploration);
+  candidate_means_.resize(heap_.size());
+  candidate_cv2_.resize(heap_.size());
+  candidate_caps_.resize(heap_.size());
+  candidate_backlog_.resize(queued.empty() ? 0 : heap_.size());
   for (std::size_t j = 0; j < heap_.size(); ++j) {
-    if (candidate_allocation_[j] > 0) out.add(heap_[j].second, candidate_allocation_[j]);
+    const std::size_t i = heap_[j].second;
+    const auto count = static_cast<double>(workers_[i].count);
+    if (queued.empty()) {
+      candidate_means_[j] = std::exp(heap_[j].first);
+    } else {
+      candidate_means_[j] = std::exp(heap_[j].first - std::log1p(queued[i]));
+      candidate_backlog_[j] = queued[i];
+    }
+    candidate_cv2_[j] = (pool_weight_[i] * pool + own_[i]) * count * per_scale2;
+    candidate_caps_[j] = kRamp * workers_[i].count;
   }
+  return replan(tasks);
+}
+
+double AtaAutoPolicy::replan(std::size_t tasks) {
+  if (heap_.empty()) return 0.0;
+  return allocator_->solve(candidate_means_, candidate_cv2_, candidate_caps_, tasks,
+                           candidate_tasks_, candidate_backlog_);
+}
+
+void AtaAutoPolicy::commit(std::size_t tasks, Allocation& out) {
+  if (heap_.empty()) {
+    if (tasks > 0) spread_.spread(explored_, tasks, out);
+    return;
+  }
+  for (std::size_t j = 0; j < heap_.size(); ++j) {
+    if (candidate_tasks_[j] > 0) {
+      out.add(heap_[j].second, candidate_tasks_[j]);
+      last_allocated_[heap_[j].second] = round();
+    }
+  }
+}
+
+// How many more unseen workers to try this round, beyond the budget's, for two reasons:
+// - worth it (one worker at most): the chance that an unseen worker is useful (the share of the
+//   kRecent workers seen last whose mean is below the slowest mean the plan uses) times what a
+//   useful one gains per round (the predicted round time over the workers sharing it) times
+//   the rounds so far (the horizon ahead, as far as one can tell) exceeds what it costs (the
+//   mean time beyond the predicted round time of the kRecent first times). Recent, not all,
+//   seen workers, so that once the fast ones of a cluster are found (whatever their order),
+//   slow ones do not keep exploration going.
+// - free (any number): the expected maximum of the round's unseen times (their quantile of
+//   probability 0.5704^(1/u), u unseen workers, among the kRecent first times) stays below the
+//   round time predicted for the other tasks, which shrinks, at worst in proportion, as tasks
+//   leave them. When the known workers are few or slow, trying many unseen ones at once costs
+//   nothing.
+std::size_t AtaAutoPolicy::more_unseen(std::size_t batch, std::size_t tasks, double predicted) {
+  if (unseen_ == 0 || heap_.empty() || tasks < 2 || recent_.empty()) return 0;
+  std::size_t unseen_now = 0;
+  for (const std::size_t i : explored_) unseen_now += workers_[i].count == 0;
+  const std::size_t room = std::min(tasks - 1, unseen_ - unseen_now);
+  std::size_t used = 0;
+  double slowest = 0.0;
+  for (std::size_t j = 0; j < heap_.size(); ++j) {
+    if (candidate_tasks_[j] == 0) continue;
+    ++used;
+    slowest = std::max(slowest, workers_[heap_[j].second].mean);
+  }
+  std::size_t useful = 0;
+  double cost = 0.0;
+  recent_times_.clear();
+  for (const auto& [worker, seconds] : recent_) {
+    useful += workers_[worker].mean < slowest;
+    cost += std::max(seconds - predicted, 0.0);
+    recent_times_.push_back(seconds);
+  }
+  const auto recent = static_cast<double>(recent_.size());
+  const double value = static_cast<double>(useful) / recent * predicted /
+                       static_cast<double>(used) * static_cast<double>(round());
+  const std::size_t limit = std::min(explored_per_round(batch), batch - 1);
+  const std::size_t worth = value > cost / recent && explored_.size() < limit ? 1 : 0;
+
+  std::sort(recent_times_.begin(), recent_times_.end());
+  const auto fits = [&](std::size_t extra) {
+    const std::size_t u = unseen_now + extra;
+    if (u == 0) return true;
+    const double p = std::pow(kGumbelMeanLevel, 1.0 / static_cast<double>(u));
+    const std::size_t at = std::min(recent_times_.size() - 1, static_cast<std::size_t>(p * recent));
+    const double left = static_cast<double>(tasks - extra) / static_cast<double>(tasks);
+    return recent_times_[at] <= predicted * left;
+  };
+  std::size_t low = 0;
+  std::size_t high = room;
+  while (low < high) {
+    const std::size_t mid = (low + high + 1) / 2;
+    if (fits(mid)) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  return std::min(std::max(worth, low), room);
+}
+
+// Remembers the first time of each newly seen worker; the last kRecent are kept.
+void AtaAutoPolicy::remember_first_time(std::size_t worker, double seconds) {
+  if (recent_.size() < kRecent) {
+    recent_.emplace_back(worker, seconds);
+  } else {
+    recent_[recent_next_] = {worker, seconds};
+  }
+  recent_next_ = (recent_next_ + 1) % kRecent;
 }
 
 }  // namespace ata

@@ -29,7 +29,12 @@ void Policy::allocate(std::size_t batch, Allocation& out) {
     out = Allocation(workers());
   }
   ++round_;
-  choose(batch, out);
+  try {
+    choose(batch, out);
+  } catch (...) {
+    --round_;
+    throw;
+  }
 }
 
 void Policy::allocate(std::size_t batch, std::span<const double> backlog, Allocation& out) {

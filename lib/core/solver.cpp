@@ -150,58 +150,14 @@ void MinMaxSolver::solve_positive(std::span<const double> scores, std::size_t ba
     candidates_.resize(m);
   }
 
-  // Fill to the fractional level: c_i = #{j >= 1 : j s_i < lambda}. Every pair below lambda
-  // precedes every pair at or above it, so this is a prefix of the greedy order; the products
-  // are checked in floating point exactly as the greedy compares them.
-  double inverse_sum = 0.0;
-  for (const std::size_t i : candidates_) inverse_sum += 1.0 / scores[i];
-  const double level = static_cast<double>(batch) / inverse_sum;
-  counts_.resize(m);
-  std::size_t placed = 0;
-  for (std::size_t c = 0; c < m; ++c) {
-    const double s = scores[candidates_[c]];
-    auto count = static_cast<std::size_t>(std::floor(level / s));
-    while (count > 0 && static_cast<double>(count) * s >= level) --count;
-    while (static_cast<double>(count + 1) * s < level) ++count;
-    counts_[c] = count;
-    placed += count;
-  }
-  // Rounding can overshoot B by a task or two: drop the last pairs of the greedy order.
-  while (placed > batch) {
-    std::size_t last = 0;
-    for (std::size_t c = 1; c < m; ++c) {
-      const double vl = static_cast<double>(counts_[last]) * scores[candidates_[last]];
-      const double vc = static_cast<double>(counts_[c]) * scores[candidates_[c]];
-      if (vc > vl || (vc == vl && candidates_[c] > candidates_[last])) last = c;
-    }
-    --counts_[last];
-    --placed;
-  }
-
-  // Place the remaining (at most m) tasks greedily.
-  if (placed < batch) {
-    heap_.clear();
-    for (std::size_t c = 0; c < m; ++c) {
-      heap_.emplace_back(static_cast<double>(counts_[c] + 1) * scores[candidates_[c]], c);
-    }
-    // Heap entries carry the candidate slot; break ties by worker index, not slot.
-    auto after = [this](const std::pair<double, std::size_t>& a,
-                        const std::pair<double, std::size_t>& b) {
-      return a.first > b.first ||
-             (a.first == b.first && candidates_[a.second] > candidates_[b.second]);
-    };
-    std::make_heap(heap_.begin(), heap_.end(), after);
-    for (; placed < batch; ++placed) {
-      std::pop_heap(heap_.begin(), heap_.end(), after);
-      const std::size_t c = heap_.back().second;
-      ++counts_[c];
-      heap_.back().first = static_cast<double>(counts_[c] + 1) * scores[candidates_[c]];
-      std::push_heap(heap_.begin(), heap_.end(), after);
-    }
-  }
-  for (std::size_t c = 0; c < m; ++c) {
-    if (counts_[c] > 0) out.add(candidates_[c], counts_[c]);
-  }
+  // The fractional level lambda = B / sum(1/s_i), computed relative to the smallest score s:
+  // sum(s / s_i) lies in [1, m], while sum(1/s_i) itself overflows for subnormal scores.
+  double smallest = scores[candidates_.front()];
+  for (const std::size_t i : candidates_) smallest = std::min(smallest, scores[i]);
+  double relative_sum = 0.0;
+  for (const std::size_t i : candidates_) relative_sum += smallest / scores[i];
+  const double level = static_cast<double>(batch) / relative_sum * smallest;
+  place_below_level(scores, {}, batch, level, out);
 }
 
 void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
@@ -232,65 +188,104 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
   // most B and leaves at most one task per candidate to the heap.
   std::sort(candidates_.begin(), candidates_.end(),
             [&](std::size_t a, std::size_t b) { return offsets[a] < offsets[b]; });
-  double inverse_sum = 0.0;
+  // The sums are taken relative to the smallest score s, as in solve_positive(): sum(s / s_i)
+  // stays in [1, m] where sum(1/s_i) overflows for subnormal scores.
+  double smallest = scores[candidates_.front()];
+  for (const std::size_t i : candidates_) smallest = std::min(smallest, scores[i]);
+  double relative_sum = 0.0;
   double weighted_offsets = 0.0;
   double level = 0.0;
   for (std::size_t c = 0; c < m; ++c) {
     const std::size_t i = candidates_[c];
-    inverse_sum += 1.0 / scores[i];
-    weighted_offsets += offsets[i] / scores[i];
-    level = (static_cast<double>(batch) + weighted_offsets) / inverse_sum;
+    const double share = smallest / scores[i];
+    relative_sum += share;
+    weighted_offsets += offsets[i] * share;
+    level = (static_cast<double>(batch) * smallest + weighted_offsets) / relative_sum;
     if (c + 1 == m || level <= offsets[candidates_[c + 1]]) break;
   }
+  place_below_level(scores, offsets, batch, level, out);
+}
+
+// Shared by both paths, with the candidates chosen and the level known: c_i = #{j >= 1 :
+// q_i + j s_i < lambda} (q_i = 0 without offsets), a prefix of the greedy order as every pair
+// below lambda precedes every pair at or above it (the values are compared in floating point
+// exactly as the greedy compares them); then the remaining tasks greedily.
+void MinMaxSolver::place_below_level(std::span<const double> scores,
+                                     std::span<const double> offsets, std::size_t batch,
+                                     double level, Allocation& out) {
+  const std::size_t m = candidates_.size();
+  const auto value = [&](std::size_t i, std::size_t j) {
+    return (offsets.empty() ? 0.0 : offsets[i]) + static_cast<double>(j) * scores[i];
+  };
+  // lambda is infinite only when it exceeds the largest double: the prefix is then every pair
+  // of finite cost.
+  const double finite_level = std::isinf(level) ? std::numeric_limits<double>::max() : level;
   counts_.assign(m, 0);
+  // Rounding can make the counts sum to a little more than B (a few tasks per worker, more once
+  // B passes 2^53), which near 2^64 does not fit: the tasks beyond B are counted apart.
   std::size_t placed = 0;
-  if (std::isfinite(level)) {
-    for (std::size_t c = 0; c < m; ++c) {
-      const std::size_t i = candidates_[c];
-      if (!(offsets[i] < level)) continue;
-      const double fill = std::floor((level - offsets[i]) / scores[i]);
-      auto count = static_cast<std::size_t>(std::min(fill, static_cast<double>(batch)));
-      while (count > 0 && value(i, count) >= level) --count;
-      while (count < batch && value(i, count + 1) < level) ++count;
-      counts_[c] = count;
+  std::size_t excess = 0;
+  for (std::size_t c = 0; c < m; ++c) {
+    const std::size_t i = candidates_[c];
+    const double offset = offsets.empty() ? 0.0 : offsets[i];
+    if (!(offset < level)) continue;
+    // No task count exceeds B; compared as doubles, as B may round up to 2^64 (out of range).
+    const double estimate = std::floor((finite_level - offset) / scores[i]);
+    std::size_t count =
+        estimate < static_cast<double>(batch) ? static_cast<std::size_t>(estimate) : batch;
+    while (count > 0 && value(i, count) >= level) --count;
+    while (count < batch && value(i, count + 1) < level) ++count;
+    counts_[c] = count;
+    if (count > batch - placed) {
+      excess += count - (batch - placed);
+      placed = batch;
+    } else {
       placed += count;
     }
   }
-  if (placed > batch + m) {
-    counts_.assign(m, 0);  // far off (extreme ranges): let the heap place every task
-    placed = 0;
-  }
-  // Rounding can overshoot B by a task or two: drop the last pairs of the greedy order.
-  while (placed > batch) {
-    std::size_t last = m;
+  // Heap entries carry the candidate slot; break ties by worker index, not slot.
+  auto after = [this](const std::pair<double, std::size_t>& a,
+                      const std::pair<double, std::size_t>& b) {
+    return a.first > b.first ||
+           (a.first == b.first && candidates_[a.second] > candidates_[b.second]);
+  };
+  // Drop the excess: the last pairs of the greedy order.
+  if (excess > 0) {
+    heap_.clear();
     for (std::size_t c = 0; c < m; ++c) {
-      if (counts_[c] == 0) continue;
-      if (last == m) {
-        last = c;
+      if (counts_[c] > 0) heap_.emplace_back(value(candidates_[c], counts_[c]), c);
+    }
+    const auto before = [&after](const auto& a, const auto& b) { return after(b, a); };
+    std::make_heap(heap_.begin(), heap_.end(), before);  // the latest pair on top
+    for (; excess > 0; --excess) {
+      std::pop_heap(heap_.begin(), heap_.end(), before);
+      const std::size_t c = heap_.back().second;
+      if (--counts_[c] == 0) {
+        heap_.pop_back();
         continue;
       }
-      const double vl = value(candidates_[last], counts_[last]);
-      const double vc = value(candidates_[c], counts_[c]);
-      if (vc > vl || (vc == vl && candidates_[c] > candidates_[last])) last = c;
+      heap_.back().first = value(candidates_[c], counts_[c]);
+      std::push_heap(heap_.begin(), heap_.end(), before);
     }
-    --counts_[last];
-    --placed;
   }
+  // Place the remaining tasks greedily: at most about m, or every task for subnormal scores.
   if (placed < batch) {
     heap_.clear();
     for (std::size_t c = 0; c < m; ++c) {
       heap_.emplace_back(value(candidates_[c], counts_[c] + 1), c);
     }
-    auto after = [this](const std::pair<double, std::size_t>& a,
-                        const std::pair<double, std::size_t>& b) {
-      return a.first > b.first ||
-             (a.first == b.first && candidates_[a.second] > candidates_[b.second]);
-    };
     std::make_heap(heap_.begin(), heap_.end(), after);
-    for (; placed < batch; ++placed) {
+    while (placed < batch) {
       std::pop_heap(heap_.begin(), heap_.end(), after);
       const std::size_t c = heap_.back().second;
+      if (std::isinf(heap_.back().first)) {
+        // Every next pair costs infinity, a tie broken by index: this worker, the lowest, and
+        // its own next pairs stay first, so it takes every remaining task.
+        counts_[c] += batch - placed;
+        break;
+      }
       ++counts_[c];
+      ++placed;
       heap_.back().first = value(candidates_[c], counts_[c] + 1);
       std::push_heap(heap_.begin(), heap_.end(), after);
     }

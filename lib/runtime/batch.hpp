@@ -1,11 +1,13 @@
 #pragma once
 // One batch in flight: its chunks on the workers, the per-worker logs of what ran, and the
-// waiter's rendezvous. The engine of BatchScheduler::run().
+// protocol that decides when it is complete. The engine under BatchScheduler::run(), and
+// under any other front end: a front end derives from Batch, owns the task body, and is told
+// through on_complete() when the batch is over.
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -23,27 +25,74 @@ namespace ata::runtime::detail {
 
 using Clock = std::chrono::steady_clock;
 
-class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
+// Life of a batch:
+//   submit() queues one chunk per worker with work (allocated mode: a_i > 0; pull and greedy:
+//   every worker). A worker reaching its chunk *enters* the batch, runs tasks, and *leaves*.
+//   The batch *closes* when no more work is wanted: its tasks are all handed out (pull), its
+//   B-th result is claimed (greedy), every share is done (allocated), or its outcome is
+//   decided early (a task failed, cancel(), the pool shut down). Once closed, no worker enters
+//   again: a chunk reached later is skipped without touching the task body. The batch
+//   *completes* when it is closed and no worker is inside; on_complete() then runs, once.
+//
+// Why it is correct: state_ holds the closed bit and the number of workers inside. Entering is
+// a compare-exchange that refuses a closed state, so once closed the count only falls; the
+// one thread whose update leaves exactly "closed, nobody inside" (the closer if nobody was
+// inside, else the last to leave) completes the batch. All updates are read-modify-writes of
+// state_ (acq_rel), so everything the workers did inside happens before on_complete().
+// The outcome is set once, under outcome_mutex_: the first decision wins, and completion
+// turns "still pending" into success. A worker decides while inside, so before completion;
+// cancel() and shutdown do not override a batch whose B results are already in.
+class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
  public:
-  // `allocation` is used in Dispatch::allocated mode only. `body` must outlive run_on().
+  enum class Outcome : std::uint8_t {
+    pending,    // not complete yet
+    succeeded,  // B results, ready for collect()
+    failed,     // take_error(): a task's exception, or ShutdownError
+    cancelled,  // cancel() came first
+  };
+
+  // `allocation` is used in Dispatch::allocated mode only (its size is `workers`, its sum
+  // `batch`). `body` must stay alive until on_complete() has been called.
   Batch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
         std::size_t workers, TaskBody& body);
 
-  // Call on a Batch owned by a std::shared_ptr. Hands one chunk to each worker with work and
-  // returns once all of them have run or been abandoned, polling for up to `spin` before
-  // sleeping. Throws ShutdownError if the pool refuses the batch, then rethrows the batch's
-  // first error (a task's exception, or ShutdownError for an abandoned chunk).
-  void run_on(PoolCore& pool, std::chrono::nanoseconds spin);
+  // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
+  // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
+  // running. Throws ShutdownError, queuing nothing, when the pool is shut down.
+  void submit(PoolCore& pool);
 
-  // After run_on(): the report's allocation, busy times and task records, and the result
-  // slots in task-index order (left empty when slot j holds task j).
+  // Requests stop of the batch from any thread, at any time, any number of times. Unless its
+  // outcome is already final (or its B results are all in), the batch completes as cancelled:
+  // at once if no worker is inside it (on_complete() then runs on this thread), else when the
+  // last worker inside leaves. Queued chunks are skipped when reached.
+  void cancel() noexcept;
+
+  // Final once on_complete() has been called; pending before.
+  [[nodiscard]] Outcome outcome() const noexcept;
+  // After completion as Outcome::failed: moves the error out, so that it is destroyed on the
+  // calling thread rather than with the batch.
+  [[nodiscard]] std::exception_ptr take_error() noexcept;
+  // After completion as Outcome::succeeded: the report's allocation, busy times and task
+  // records, and the result slots in task-index order (left empty when slot j holds task j).
   void collect(RoundReport& report, std::vector<std::size_t>& slot_order) const;
 
+  QueueEntry& entry(std::size_t worker) noexcept override { return logs_[worker].entry; }
   void run(Worker& worker) noexcept override;
   void abandon(std::size_t worker, const std::exception_ptr& reason) noexcept override;
+  void interrupt(const std::exception_ptr& reason) noexcept override;
+
+ protected:
+  ~Batch() override = default;
+
+  // Called exactly once, when the outcome is final and no worker will touch the task body
+  // again: on the worker that left last, or on the thread whose cancel(), or whose pool
+  // shutdown, closed a batch nobody was inside. Must not block or throw; the batch stays
+  // alive during the call (the caller holds a reference).
+  virtual void on_complete() noexcept = 0;
 
  private:
   static constexpr std::size_t kDiscarded = std::numeric_limits<std::size_t>::max();
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
 
   struct RanTask {
     std::size_t task;
@@ -53,8 +102,12 @@ class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
   // One cache line each: every worker appends to its own log while the others do.
   struct alignas(64) WorkerLog {
     std::vector<RanTask> ran;
+    QueueEntry entry;  // this batch's place in the worker's queue
+    std::size_t settled = 0;  // allocated: tasks of this share taken off the pool's backlog
   };
 
+  // Allocated mode: takes the rest of `worker`'s share off its backlog.
+  void settle_share(Worker& worker) noexcept;
   void run_allocated(Worker& worker, TaskContext& ctx);
   void run_pull(Worker& worker, TaskContext& ctx);
   void run_greedy(Worker& worker, TaskContext& ctx);
@@ -63,8 +116,18 @@ class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
   // nanoseconds of bookkeeping before it. A task that throws is logged as discarded.
   std::chrono::nanoseconds run_task(Worker& worker, TaskContext& ctx, std::size_t task,
                                     Clock::time_point& since);
-  void fail(std::exception_ptr error) noexcept;
-  void finish_chunk() noexcept;
+  // Appends to worker `worker`'s log; out of memory becomes an ata::Error.
+  void record(std::size_t worker, const RanTask& ran);
+  // Whether all B results are in, so that stopping the batch now loses nothing.
+  [[nodiscard]] bool results_complete() const noexcept;
+
+  // The first decision wins: sets the outcome, requests stop and closes. Returns whether this
+  // call decided.
+  bool decide(Outcome outcome, const std::exception_ptr& error) noexcept;
+  [[nodiscard]] bool try_enter() noexcept;
+  void leave() noexcept;
+  void close() noexcept;
+  void complete() noexcept;
 
   const Dispatch mode_;
   const std::size_t batch_;
@@ -72,17 +135,20 @@ class Batch final : public Chunk, public std::enable_shared_from_this<Batch> {
   const Allocation allocation_;
   std::vector<std::size_t> first_task_;  // allocated mode: worker i runs [first, first + a_i)
   TaskBody& body_;
-  std::stop_source stop_;
-  std::atomic<std::size_t> next_task_{0};  // pull and greedy: the next task index to start
-  std::atomic<std::size_t> accepted_{0};   // greedy: results accepted so far (may pass B)
-  std::vector<WorkerLog> logs_;            // logs_[i] written by worker i only
+  std::vector<WorkerLog> logs_;       // logs_[i].ran written by worker i only
+  std::vector<std::size_t> targets_;  // the workers that get a chunk
+  PoolCore* pool_ = nullptr;          // set by submit(): whose backlog the shares count in
 
-  // Chunks not yet run or abandoned. The waiter polls it, then sleeps on finished_; the last
-  // chunk notifies under mutex_, so the wake-up cannot slip between check and sleep.
-  std::atomic<std::size_t> pending_chunks_{0};
-  std::mutex mutex_;
-  std::condition_variable finished_;
-  std::exception_ptr error_;  // guarded by mutex_; the first failure wins
+  std::stop_source stop_;
+  std::atomic<std::size_t> next_task_{0};    // pull and greedy: the next task index to start
+  std::atomic<std::size_t> accepted_{0};     // greedy: result slots claimed so far (may pass B)
+  std::atomic<std::size_t> shares_left_{0};  // allocated: shares not yet run to their end
+  std::atomic<std::size_t> abandoned_{0};    // pull and greedy: copies the pool abandoned
+  std::atomic<std::uint64_t> state_{0};      // kClosed | workers inside
+
+  mutable std::mutex outcome_mutex_;
+  Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_
+  std::exception_ptr error_;            // guarded by outcome_mutex_
 };
 
 }  // namespace ata::runtime::detail

@@ -19,13 +19,26 @@ PoolOptions PoolOptions::from_scenario(const sim::Scenario& scenario, std::chron
                           "' sleeps or burns its delays; other slowdown kinds draw none");
   }
   PoolOptions options(scenario.workers());
+  // Names the worker (and round) in a refusal of the slowdown itself.
+  const auto where = [&](std::size_t worker, const InvalidArgument& e) {
+    return InvalidArgument("worker " + std::to_string(worker) + " of scenario '" + scenario.name() +
+                           "': " + e.what());
+  };
   for (std::size_t i = 0; i < scenario.workers(); ++i) {
     const sim::TimeModel& model = scenario.models()[i];
-    options.slowdowns_[i] =
-        kind == Slowdown::Kind::sleep ? Slowdown::sleep(model, unit) : Slowdown::burn(model, unit);
+    try {
+      options.slowdowns_[i] = kind == Slowdown::Kind::sleep ? Slowdown::sleep(model, unit)
+                                                            : Slowdown::burn(model, unit);
+    } catch (const InvalidArgument& e) {
+      throw where(i, e);
+    }
   }
   for (const sim::WorkerChange& change : scenario.changes()) {
-    options.slowdowns_[change.worker].change_at(change.round, change.model);
+    try {
+      options.slowdowns_[change.worker].change_at(change.round, change.model);
+    } catch (const InvalidArgument& e) {
+      throw where(change.worker, e);
+    }
   }
   return options;
 }

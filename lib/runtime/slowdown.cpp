@@ -1,6 +1,7 @@
 #include "ata/runtime/slowdown.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -25,10 +26,27 @@ std::string unit_text(std::chrono::nanoseconds unit) {
   return std::to_string(ns) + "ns";
 }
 
+// A mean delay beyond the maximum describes no run that could finish: refused up front.
+void require_delay_in_range(const sim::TimeModel& model, std::chrono::nanoseconds unit,
+                            const char* kind) {
+  // In seconds, where a huge mean times a unit overflows later than in nanoseconds.
+  const double mean = model.mean() * std::chrono::duration<double>(unit).count();
+  const auto max = std::chrono::duration_cast<std::chrono::seconds>(Slowdown::kMaxDelay);
+  if (!(mean <= static_cast<double>(max.count()))) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", mean);
+    throw InvalidArgument(std::string(kind) + " slowdown of " + model.describe() + " x " +
+                          unit_text(unit) + " has a mean delay of " + text +
+                          " s, above the maximum of " + std::to_string(max.count()) +
+                          " s (Slowdown::kMaxDelay)");
+  }
+}
+
 }  // namespace
 
 Slowdown Slowdown::sleep(sim::TimeModel model, std::chrono::nanoseconds unit) {
   require_positive_unit(unit, "a sleep");
+  require_delay_in_range(model, unit, "a sleep");
   Slowdown s;
   s.kind_ = Kind::sleep;
   s.unit_ = unit;
@@ -38,6 +56,7 @@ Slowdown Slowdown::sleep(sim::TimeModel model, std::chrono::nanoseconds unit) {
 
 Slowdown Slowdown::burn(sim::TimeModel model, std::chrono::nanoseconds unit) {
   require_positive_unit(unit, "a burn");
+  require_delay_in_range(model, unit, "a burn");
   Slowdown s = sleep(std::move(model), unit);
   s.kind_ = Kind::burn;
   return s;
@@ -58,6 +77,7 @@ Slowdown& Slowdown::change_at(std::size_t round, sim::TimeModel model) {
   }
   if (round == 0)
     throw InvalidArgument("a slowdown change needs round >= 1 (rounds count from 1), got 0");
+  require_delay_in_range(model, unit_, kind_ == Kind::sleep ? "a sleep" : "a burn");
   const auto at = std::lower_bound(phases_.begin(), phases_.end(), round,
                                    [](const Phase& p, std::size_t r) { return p.first_round < r; });
   if (at != phases_.end() && at->first_round == round) {
@@ -84,8 +104,10 @@ std::chrono::duration<double> Slowdown::mean_delay(std::size_t round) const {
 
 std::chrono::nanoseconds Slowdown::draw(std::size_t round, sim::Rng& rng) const {
   if (!draws_delays()) return std::chrono::nanoseconds{0};
-  // The one place where model units become real time.
+  // The one place where model units become real time. A draw beyond the maximum (or
+  // infinite) is cut to it before the conversion, which could not represent it.
   const double ns = model(round).sample(rng) * static_cast<double>(unit_.count());
+  if (!(ns < static_cast<double>(kMaxDelay.count()))) return kMaxDelay;
   return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
 }
 

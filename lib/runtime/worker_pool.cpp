@@ -4,6 +4,8 @@
 
 namespace ata::runtime {
 
+detail::PoolCore& detail::core_of(WorkerPool& pool) noexcept { return *pool.core_; }
+
 WorkerPool::WorkerPool(std::size_t workers) : WorkerPool(PoolOptions(workers)) {}
 
 WorkerPool::WorkerPool(const PoolOptions& options)

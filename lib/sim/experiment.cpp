@@ -1,10 +1,15 @@
 #include "ata/sim/experiment.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
 
 #include "ata/core/error.hpp"
+#include "ata/sim/eofta_policy.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
 #include "ata/sim/simulation.hpp"
+#include "core/checks.hpp"
 
 namespace ata::sim {
 
@@ -14,7 +19,17 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   PolicyOptions options = config.policy;
   options.means = config.scenario.means();
   options.seed = config.seed;
-  const auto policy = make_policy(strategy, config.scenario.workers(), options);
+  const auto models = config.scenario.models();
+  EoftaPolicy* eofta = nullptr;
+  std::unique_ptr<Policy> policy;
+  if (strategy == "eofta") {
+    auto owned =
+        std::make_unique<EoftaPolicy>(std::vector<TimeModel>(models.begin(), models.end()));
+    eofta = owned.get();
+    policy = std::move(owned);
+  } else {
+    policy = make_policy(strategy, config.scenario.workers(), options);
+  }
   Simulation simulation(config.scenario, *policy, config.batch, config.seed);
   std::optional<QuadraticSgd> sgd;
   if (config.sgd) sgd.emplace(config.sgd_dim, config.sgd_step, config.sgd_noise, config.seed);
@@ -32,12 +47,19 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     run.regret += r.proxy_loss - r.optimal_proxy_loss;
     if (sgd) sgd->step(config.batch);
     if (k * points >= next_point * config.rounds) {
-      run.trace.push_back({k, run.wall_time, run.worker_time, run.regret, sgd ? sgd->suboptimality() : 0.0});
+      const double suboptimality = sgd ? sgd->suboptimality() : 0.0;
+      if (!std::isfinite(suboptimality)) {
+        throw Error("SGD on the quadratic diverged by round " + std::to_string(k) +
+                    " (f(x) - f* = " + detail::to_text(suboptimality) + "): step size " +
+                    detail::to_text(config.sgd_step) + " is too large");
+      }
+      run.trace.push_back({k, run.wall_time, run.worker_time, run.regret, suboptimality});
       ++next_point;
     }
     if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));
   }
   if (sgd) run.final_suboptimality = sgd->suboptimality();
+  if (eofta != nullptr) run.eofta = eofta->solution();
   return run;
 }
 

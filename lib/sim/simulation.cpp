@@ -18,6 +18,7 @@ Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std
     : scenario_(std::move(scenario)),
       policy_(policy),
       oracle_(dynamic_cast<OraclePolicy*>(&policy)),
+      eofta_(dynamic_cast<EoftaPolicy*>(&policy)),
       batch_(batch),
       models_(scenario_.models().begin(), scenario_.models().end()),
       means_(scenario_.means()),
@@ -47,6 +48,7 @@ void Simulation::apply_changes() {
   if (!changed) return;
   optimal_loss_ = solve_min_max(means_, batch_).proxy_loss(means_);
   if (oracle_ != nullptr) oracle_->set_means(means_);
+  if (eofta_ != nullptr) eofta_->set_models(models_);
 }
 
 RoundRecord Simulation::run_round() {

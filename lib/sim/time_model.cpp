@@ -38,8 +38,10 @@ double gamma_draw(Rng& rng, double shape, double scale) {
 }
 
 void require_probability(double p) {
-  if (!(p >= 0.0 && p < 1.0)) {
-    throw InvalidArgument("outage probability must be in [0, 1), got " + detail::to_text(p));
+  if (!(p >= 0.0 && p <= TimeModel::kMaxOutageProbability)) {
+    throw InvalidArgument("outage probability must be in [0, " +
+                          detail::to_text(TimeModel::kMaxOutageProbability) + "], got " +
+                          detail::to_text(p));
   }
 }
 

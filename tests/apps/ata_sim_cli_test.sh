@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ata-sim's command line: bad input gives one clear line and a non-zero exit; a good run
-# writes the JSON and CSV it promises.
+# ata-sim's command line: bad input gives one clear line and a non-zero exit, and writes
+# nothing; a good run writes the JSON and CSV it promises, whole.
 set -euo pipefail
 program="$1"
 source "$(dirname "$0")/cli_expectations.sh"
@@ -13,11 +13,102 @@ expect_error "unknown strategy 'fast'" --strategies ata,fast
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--alpha" --alpha -1
 expect_error "--seed: must be a whole number >= 0" --seed -1
+
+# Numbers: decimal whole numbers that fit, nothing clamped or read in another base.
+expect_error "--rounds: must be a whole number from 1 to 1000000000, got '18446744073709551616'" \
+  --rounds 18446744073709551616
+expect_error "--seed: must be a whole number >= 0, got '18446744073709551616'" --seed 18446744073709551616
+expect_error "--batch: must be a whole number from 1 to 1000000000, got '0x10'" --batch 0x10
+expect_error "--workers: must be a whole number from 1 to 100000, got '100001'" --workers 100001
+expect_error "--dim: must be a whole number from 1 to 1000000, got '4294967296'" --sgd --dim 4294967296
+expect_error "--step: must be a number in (0, 2), got '3'" --sgd --step 3
+expect_error "--json: must not be empty" --json ""
+expect_error "--strategies: empty item in ','" --strategies , --rounds 5
+expect_error "--strategies: empty item in 'ata,,gta'" --strategies ata,,gta
+# Work that would take hours is refused before it starts.
+expect_error "about 6e+12 task-time draws (--batch 1000000000 x --rounds 1000 x 6 strategies) is more than the limit" \
+  --batch 1000000000
+expect_refused_before_run
+
+# Scenario files: unreadable, huge, deep, binary, sloppy.
+expect_error "cannot read scenario file '$work': it is a folder" --scenario "$work"
+expect_error "cannot read scenario file '/dev/zero': larger than the limit of 16 MiB" --scenario /dev/zero
+expect_error "No such file or directory" --scenario "$work/missing.json"
+{ printf '{"workers": '; head -c 1000000 /dev/zero | tr '\0' '['; head -c 1000000 /dev/zero | tr '\0' ']'; printf '}'; } \
+  >"$work/deep-arrays.json"
+expect_error "nested deeper than 64 arrays and objects (the limit of a scenario file)" --scenario "$work/deep-arrays.json"
+mixtures() {  # a worker that is $1 mixtures deep
+  printf '{"workers": [{'
+  for ((i = 0; i < $1; i++)); do printf '"model": "mixture", "components": [{"weight": 1, '; done
+  printf '"model": "constant", "value": 1'
+  for ((i = 0; i < $1; i++)); do printf '}]'; done
+  printf '}]}'
+}
+mixtures 100000 >"$work/deep-mixtures.json"
+expect_error "nested deeper than 64 arrays and objects" --scenario "$work/deep-mixtures.json"
+mixtures 17 >"$work/mixtures-17.json"
+expect_error "mixtures nested deeper than 16 levels" --scenario "$work/mixtures-17.json"
+head -c 300 "$program" >"$work/binary.json"
+expect_error "scenario $work/binary.json: invalid JSON: parse error at line 1, column 1" --scenario "$work/binary.json"
+scenario_error() {  # scenario_error "expected" 'json'
+  printf '%s' "$2" >"$work/scenario.json"
+  expect_error "$1" --scenario "$work/scenario.json" --rounds 5
+}
+one='{"model": "constant", "value": 1}'
+scenario_error 'workers[0]: repeated key "mean"' '{"workers": [{"model": "exponential", "mean": 1, "mean": 2}]}'
+scenario_error 'workers[0].outage: unknown key "timeuot"' \
+  '{"workers": [{"model": "constant", "value": 1, "outage": {"probability": 0.1, "timeuot": 5}}]}'
+scenario_error '"weight" belongs to a mixture component' '{"workers": [{"model": "constant", "value": 1, "weight": 1}]}'
+scenario_error '"round" belongs to an entry of "changes"' '{"workers": [{"model": "constant", "value": 1, "round": 5}]}'
+scenario_error 'changes[0]: missing "worker"' \
+  "{\"workers\": [$one], \"changes\": [{\"round\": 2, \"model\": \"constant\", \"value\": 2}]}"
+scenario_error "the mixture's weights must sum to 1, got 0.9" \
+  '{"workers": [{"model": "mixture", "components": [{"weight": 0.5, "model": "constant", "value": 1},
+                                                    {"weight": 0.4, "model": "constant", "value": 2}]}]}'
+scenario_error 'name: must be a string' "{\"name\": 5, \"workers\": [$one]}"
+scenario_error 'outage probability must be in [0, 0.999], got 0.999999999' \
+  '{"workers": [{"model": "constant", "value": 1, "outage": {"probability": 0.999999999, "timeout": 1}}]}'
+scenario_error '"count" 1000000000000000000 makes more than 100000 workers' \
+  '{"workers": [{"model": "constant", "value": 1, "count": 1000000000000000000}]}'
 echo '{"workers": [{"model": "exponential"}]}' >"$work/broken.json"
 expect_error "missing \"mean\"" --scenario "$work/broken.json"
 echo '{"workers": [{"model": "exponential", "mean": 1, "count": 3}]}' >"$work/three.json"
 expect_error "disagrees with the 3 workers" --scenario "$work/three.json" --workers 4
-expect_error "cannot write" --rounds 5 --json /proc/forbidden/out.json
+
+# Outputs are checked before the run, with the reason, and nothing is written.
+expect_error "--json '/proc/forbidden/out.json': cannot create a file in '/proc'" --rounds 5 --json /proc/forbidden/out.json
+expect_refused_before_run
+expect_error "--json '$work': is a folder, not a file" --rounds 5 --json "$work"
+expect_refused_before_run
+echo "not a folder" >"$work/plain.txt"
+expect_error "--csv '$work/plain.txt/trace.csv': '$work/plain.txt' is not a folder" --rounds 5 --csv "$work/plain.txt/trace.csv"
+expect_refused_before_run
+expect_error "--plot '$work/plain.txt': '$work/plain.txt' is not a folder" --rounds 5 --plot "$work/plain.txt"
+expect_refused_before_run
+# A write that fails half-way (here: the file size limit) leaves the previous file as it was,
+# says why, and leaves no temporary file behind.
+"$program" --rounds 50 --csv "$work/keep.csv" >/dev/null
+cp "$work/keep.csv" "$work/keep.orig"
+if (trap '' XFSZ; ulimit -f 8; "$program" --rounds 400 --csv "$work/keep.csv") >"$work/out" 2>"$work/err"; then
+  fail "a write beyond the file size limit succeeded"
+fi
+grep -qF "cannot write '$work/keep.csv': File too large" "$work/err" || fail "no reason for the failed write: $(cat "$work/err")"
+cmp -s "$work/keep.csv" "$work/keep.orig" || fail "a failed write damaged the previous file"
+[ -z "$(find "$work" -name '.keep.csv.tmp*')" ] || fail "a failed write left its temporary file"
+
+# The plotter runs without a shell: a folder name with quotes is a folder name, not a command.
+injection="p/x'; touch pwned; echo '"
+if (cd "$work" && "$program" --rounds 10 --strategies ata --plot "$injection") >"$work/out" 2>"$work/err"; then
+  [ -f "$work/$injection/regret.png" ] || fail "no plot in a folder whose name has quotes"
+else
+  grep -qF "plotting failed" "$work/err" || fail "plotting: $(cat "$work/err")"  # no matplotlib here
+fi
+[ ! -e "$work/pwned" ] || fail "the --plot folder's name ran as a shell command"
+if ATA_PYTHON="$work/no-such-python" "$program" --rounds 10 --plot "$work/plots" >"$work/out" 2>"$work/err"; then
+  fail "plotting with a missing interpreter succeeded"
+fi
+grep -qF "plotting failed: cannot run $work/no-such-python: No such file or directory" "$work/err" ||
+  fail "missing interpreter: $(cat "$work/err")"
 
 "$program" --scenario "$work/three.json" --batch 4 --rounds 50 --strategies ata-e,ata-auto,uta \
   --json "$work/run.json" --csv "$work/trace.csv" >"$work/out"

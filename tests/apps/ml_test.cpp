@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "ata/core/error.hpp"
@@ -149,4 +152,69 @@ TEST_CASE("problems reject bad settings", "[apps][ml][errors]") {
   ata::sim::Rng rng(1);
   std::vector<double> out(3);
   REQUIRE_THROWS_WITH(quadratic.stochastic_prox(quadratic.initial_point(), 1.0, rng, out), ContainsSubstring("no stochastic prox"));
+}
+
+namespace {
+
+std::string libsvm_error(const std::string& text) {
+  try {
+    (void)ata::ml::parse_libsvm(text, "t.svm");
+  } catch (const ata::InvalidArgument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("the LIBSVM loader sizes the data before allocating it", "[apps][libsvm][errors]") {
+  // rows x columns used to overflow and write out of bounds.
+  CHECK_THAT(libsvm_error("1 1:1\n-1 9223372036854775808:0.2\n"),
+             ContainsSubstring("t.svm: 2 rows x 9223372036854775808 features") &&
+                 ContainsSubstring("more than the limit of 1 GiB"));
+  CHECK_THAT(libsvm_error("1 99999999999999999999:1\n"),
+             ContainsSubstring("line 1: feature index '99999999999999999999' is too large"));
+  // 20 bytes asking for 1.6 GB dense.
+  CHECK_THAT(libsvm_error("1 1:1\n1 100000000:1\n"),
+             ContainsSubstring("more than the limit of 1 GiB"));
+  // A wide file is fine to load, but not to solve exactly: f* needs a cols x cols matrix.
+  auto wide = ata::ml::parse_libsvm("1 1:1\n-1 20000:1\n", "wide.svm");
+  CHECK(wide.cols == 20000);
+  ata::ml::as_plus_minus_one(wide, "wide.svm");
+  REQUIRE_THROWS_WITH(
+      ata::ml::LogisticProblem(wide, 1e-3, "wide.svm"),
+      ContainsSubstring("20000 features (a 20000 x 20000 matrix to compute f*) need 2.98 GiB"));
+  REQUIRE_THROWS_WITH(ata::ml::LeastSquaresProblem(wide, "wide.svm"),
+                      ContainsSubstring("20000 x 20000 matrix"));
+  REQUIRE_THROWS_WITH(ata::ml::make_classification(100'000'000, 20, 1),
+                      ContainsSubstring("100000000 rows x 20 features need 14.9 GiB"));
+  // The quadratic's f* is in closed form: a large dimension costs no d x d matrix.
+  CHECK(ata::ml::QuadraticProblem(1'000'000, 0.0).optimal_loss() ==
+        Approx(-0.125 * 1e6 / (1e6 + 1.0)));
+}
+
+TEST_CASE("LIBSVM errors quote input short and escaped, and say why a file cannot be read",
+          "[apps][libsvm][errors]") {
+  const auto printable_and_short = [](const std::string& message) {
+    INFO(message);
+    CHECK(message.size() < 200);
+    CHECK(
+        std::all_of(message.begin(), message.end(), [](char c) { return c >= 0x20 && c < 0x7f; }));
+  };
+  std::string elf =
+      "\x7f"
+      "ELF\x02\x01\x01";
+  elf += std::string(20, '\0') + "\xd0" + "a\n";
+  const auto binary = libsvm_error(elf);
+  CHECK_THAT(binary, ContainsSubstring("line 1: bad label '\\x7fELF\\x02"));
+  printable_and_short(binary);
+  printable_and_short(libsvm_error("1 " + std::string(1'000'000, '7') + ":1\n"));
+  printable_and_short(libsvm_error("1 1:" + std::string(1'000'000, 'x') + "\n"));
+  printable_and_short(libsvm_error(std::string(1'000'000, 'y')));
+  const auto folder = std::filesystem::temp_directory_path().string();
+  REQUIRE_THROWS_WITH(
+      ata::ml::load_libsvm(folder),
+      ContainsSubstring("cannot read LIBSVM file '" + folder + "': it is a folder"));
+  REQUIRE_THROWS_WITH(ata::ml::load_libsvm("/nonexistent.svm"),
+                      ContainsSubstring("No such file or directory"));
 }

@@ -13,10 +13,70 @@ expect_error "--target-gap" --target-gap 2
 expect_error "unknown problem 'svm'" --problem svm
 expect_error "unknown strategy 'fast'" --strategies fast
 expect_error "unknown scenario 'nope'" --scenario nope
-expect_error "cannot read LIBSVM file" --data "$work/missing.svm"
+expect_error "cannot read LIBSVM file '$work/missing.svm': No such file or directory" --data "$work/missing.svm"
 printf '+1 1:0.5\n-1 0:1\n' >"$work/bad.svm"
 expect_error "line 2: feature index 0" --data "$work/bad.svm"
 if [ "$name" = ata-prox ]; then expect_error "no prox" --problem quadratic; fi
+
+# Flags: decimal whole numbers that fit, every size within its limit.
+expect_error "--workers: must be a whole number from 1 to 1024, got '5000'" --workers 5000
+expect_error "--batch: must be a whole number from 1 to 1000000, got '1000000000'" --batch 1000000000
+expect_error "--rounds: must be a whole number from 1 to 1000000, got '18446744073709551616'" --rounds 18446744073709551616
+expect_error "--dim: must be a whole number from 1 to 134217728, got '18446744073709551616'" --dim 18446744073709551616
+expect_error "--seed: must be a whole number >= 0, got '0x10'" --seed 0x10
+expect_error "--unit-us: must be a number in [0.001, 1e+06], got '1e308'" --unit-us 1e308
+expect_error "--data: must not be empty" --data ""
+expect_error "--csv: must not be empty" --csv ""
+expect_error "--strategies: empty item in ','" --strategies , --rounds 5
+expect_error "more than the limit of 1 GiB (lower --rows or --cols)" --rows 100000000
+expect_refused_before_run
+if [ "$name" = ata-sgd ]; then
+  expect_error "--batch 23 results of 100000000 numbers (--dim) per round need 17.1 GiB, more than the limit of 1 GiB" \
+    --problem quadratic --dim 100000000
+  expect_refused_before_run
+fi
+
+# Data files: sizes checked before allocating, folders and binary files explained.
+printf '1 1:1\n-1 9223372036854775808:0.2\n' >"$work/huge-index.svm"
+expect_error "LIBSVM $work/huge-index.svm: 2 rows x 9223372036854775808 features" --data "$work/huge-index.svm"
+printf '1 1:1\n-1 20000:1\n' >"$work/wide.svm"  # 17 bytes
+expect_error "20000 features (a 20000 x 20000 matrix to compute f*) need 2.98 GiB, more than the limit of 1 GiB" \
+  --data "$work/wide.svm"
+expect_refused_before_run
+expect_error "cannot read LIBSVM file '$work': it is a folder" --data "$work"
+head -c 300 "$program" >"$work/binary.svm"
+expect_error "LIBSVM $work/binary.svm, line 1: bad label" --data "$work/binary.svm"
+
+# The scenario: its worker count must agree with --workers, and fit in the threads allowed.
+echo '{"workers": [{"model": "exponential", "mean": 1, "count": 3}]}' >"$work/three.json"
+expect_error "--workers 4 disagrees with the 3 workers of $work/three.json" --scenario "$work/three.json" --workers 4
+echo '{"workers": [{"model": "exponential", "mean": 1, "count": 2000}]}' >"$work/many.json"
+expect_error "has 2000 workers, more than the 1024 threads" --scenario "$work/many.json"
+echo '{"workers": [{"model": "constant", "value": 1, "outage": {"probability": 0.999999999, "timeout": 1}}]}' \
+  >"$work/outage.json"
+expect_error "outage probability must be in [0, 0.999], got 0.999999999" --scenario "$work/outage.json"
+
+# Outputs are checked before the run.
+expect_error "--json '$work': is a folder, not a file" --json "$work"
+expect_refused_before_run
+expect_error "--plot '$work/three.json': '$work/three.json' is not a folder" --plot "$work/three.json"
+expect_refused_before_run
+
+# Threads the system refuses (here: an address-space limit too small for their stacks) give a
+# sentence, not "Resource temporarily unavailable" alone.
+if ! sanitized; then
+  if (ulimit -v 1000000; "$program" --workers 1024 --rounds 3 --strategies ata) >"$work/out" 2>"$work/err"; then
+    fail "1024 threads started within 1 GB of address space"
+  fi
+  grep -qF "cannot start 1024 worker threads: Resource temporarily unavailable (use fewer workers)" "$work/err" ||
+    fail "threads: $(cat "$work/err")"
+fi
+
+# Training that diverges stops with an error, not a table of nan.
+if [ "$name" = ata-sgd ]; then
+  expect_error "diverged at round" --problem least-squares --step 10 --workers 4 --unit-us 1 --rounds 500
+  if grep -q nan "$work/out"; then fail "nan printed"; fi
+fi
 
 "$program" --data "$data" --scenario sqrt --workers 4 --unit-us 1 --batch 6 --rounds 3000 \
   --strategies ata-e,pull --json "$work/run.json" >"$work/out"

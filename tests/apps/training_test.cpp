@@ -70,3 +70,13 @@ TEST_CASE("training rejects bad settings", "[apps][training][errors]") {
   config = small_cluster(ata::ml::Method::sgd);
   REQUIRE_THROWS_WITH(ata::ml::train(quadratic, config, "fastest"), ContainsSubstring("unknown strategy"));
 }
+
+TEST_CASE("diverging training stops with a clear error, not nan", "[apps][training][errors]") {
+  const ata::ml::LeastSquaresProblem squares(ata::ml::make_regression(100, 5, 4), "synthetic");
+  auto config = small_cluster(ata::ml::Method::sgd);
+  config.step = 10.0;  // far beyond 2 / the largest curvature
+  REQUIRE_THROWS_WITH(ata::ml::train(squares, config, "uta"),
+                      ContainsSubstring("uta diverged at round") &&
+                          ContainsSubstring("is inf with step size 10") &&
+                          ContainsSubstring("lower --step"));
+}

@@ -197,7 +197,7 @@ TEST_CASE("load-aware allocation steers a batch away from a backlog", "[core][po
 }
 
 TEST_CASE("an all-zero backlog changes nothing", "[core][policy]") {
-  for (const char* name : {"ata", "ata-e", "uta"}) {
+  for (const char* name : {"ata", "ata-e", "ata-auto", "uta"}) {
     ata::PolicyOptions options;
     options.alpha = 3.0;
     auto with = ata::make_policy(name, 5, options);
@@ -234,4 +234,23 @@ TEST_CASE("a bad backlog is refused and changes nothing", "[core][policy][errors
   REQUIRE_THROWS_WITH(oracle.allocate(3, std::vector<double>{inf, 0.0}, a),
                       ContainsSubstring("backlog of worker 0"));
   CHECK(oracle.round() == 0);
+}
+
+TEST_CASE("ata-auto allocates around a backlog", "[core][policy][ata-auto]") {
+  auto policy = ata::make_policy("ata-auto", 2);
+  std::mt19937_64 rng(9);
+  std::exponential_distribution<double> exp(1.0);
+  ata::Allocation a;
+  for (int k = 0; k < 300; ++k) {  // two workers of mean 1
+    policy->allocate(8, a);
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (std::size_t t = 0; t < a[i]; ++t) policy->observe(i, exp(rng));
+    }
+  }
+  policy->allocate(8, a);
+  const std::size_t balanced = a[0];
+  policy->allocate(8, std::vector<double>{20.0, 0.0}, a);
+  CHECK(a.total() == 8);
+  CHECK(a[0] < balanced);
+  CHECK(a[1] >= 7);  // worker 0 owes 20 tasks: nearly everything goes to worker 1
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_exception.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
@@ -44,8 +45,8 @@ TEST_CASE("solver is optimal and canonical against brute force for n <= 6, B <= 
   for (std::size_t n = 1; n <= 6; ++n) {
     for (std::size_t batch = 1; batch <= 8; ++batch) {
       for (int trial = 0; trial < 30; ++trial) {
-        std::vector<double> scores = trial % 2 == 0 ? tie_heavy_scores(rng, n, 0.0)
-                                                    : std::vector<double>(n);
+        std::vector<double> scores =
+            trial % 2 == 0 ? tie_heavy_scores(rng, n, 0.0) : std::vector<double>(n);
         if (trial % 2 == 1) {
           for (auto& s : scores) s = continuous(rng);
         }
@@ -108,8 +109,8 @@ TEST_CASE("solver keeps its invariants on large random cases", "[core][solver][p
   std::lognormal_distribution<double> spread_out(0.0, 2.0);
   MinMaxSolver solver;
   Allocation a;
-  const std::pair<std::size_t, std::size_t> sizes[] = {
-      {51, 23}, {459, 23}, {1000, 5000}, {10000, 1000}, {3, 10000}, {5000, 5000}};
+  const std::pair<std::size_t, std::size_t> sizes[] = {{51, 23},      {459, 23},  {1000, 5000},
+                                                       {10000, 1000}, {3, 10000}, {5000, 5000}};
   for (const auto& [n, batch] : sizes) {
     std::vector<double> scores(n);
     for (auto& s : scores) s = spread_out(rng);
@@ -122,10 +123,27 @@ TEST_CASE("solver keeps its invariants on large random cases", "[core][solver][p
 }
 
 TEST_CASE("solver survives extreme score ranges", "[core][solver]") {
-  // 1/s overflows for the tiny score: the level falls to 0 and the heap places every task.
   const std::vector<double> scores{1e-310, 1.0, 1e300};
   const Allocation a = ata::solve_min_max(scores, 5);
   CHECK(as_vector(a) == std::vector<std::size_t>{5, 0, 0});
+}
+
+// Found by fuzz/fuzz_solver (fuzz/regressions/fuzz_solver/): sum(1/s_i) overflowed for
+// subnormal scores, so the heap placed every task one by one; a level above the largest double
+// was converted to an integer (undefined behaviour).
+TEST_CASE("solver places huge batches at once for subnormal and huge scores", "[core][solver]") {
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  CHECK(as_vector(ata::solve_min_max(std::vector<double>{tiny, 3 * tiny}, 4'000'000'000'000'000)) ==
+        std::vector<std::size_t>{3'000'000'000'000'000, 1'000'000'000'000'000});
+  // j 2^996 is finite for j < 2^28 and 3 j 2^996 for j <= 89478485; every later cost is
+  // infinity, a tie the greedy breaks by index, so worker 0 takes the rest.
+  const double huge = std::ldexp(1.0, 996);
+  CHECK(as_vector(ata::solve_min_max(std::vector<double>{huge, 3 * huge}, 1'000'000'000)) ==
+        std::vector<std::size_t>{910'521'515, 89'478'485});
+  // Near 2^64 the rounded counts summed past 2^64 and wrapped, leaving ~B tasks to the heap.
+  const std::size_t near_max = std::numeric_limits<std::size_t>::max() - 255;
+  CHECK(ata::solve_min_max(std::vector<double>{1.2655e-319, 9.63e-321}, near_max).total() ==
+        near_max);
 }
 
 TEST_CASE("solver rejects bad input with a message naming the value", "[core][solver][errors]") {
@@ -247,4 +265,19 @@ TEST_CASE("solver rejects bad offsets", "[core][solver][errors]") {
                       ContainsSubstring("offset of worker 1") && ContainsSubstring("nan"));
   REQUIRE_THROWS_WITH(solver.solve(scores, std::vector<double>{-1.0, 0.0}, 3, a),
                       ContainsSubstring("offset of worker 0") && ContainsSubstring("-1"));
+}
+
+TEST_CASE("solver with offsets places huge batches at once for subnormal and huge scores",
+          "[core][solver]") {
+  // Found by fuzzing the plain solver; the offsets path had the same hang.
+  MinMaxSolver solver;
+  Allocation a;
+  const std::size_t huge = 1'000'000'000'000;
+  solver.solve(std::vector<double>{9.63e-321, 1.2655e-319}, std::vector<double>{1.0, 0.0}, huge, a);
+  CHECK(a.total() == huge);
+  solver.solve(std::vector<double>{1e300, 3e300}, std::vector<double>{1e300, 0.0}, huge, a);
+  CHECK(a.total() == huge);
+  const std::size_t most = std::numeric_limits<std::size_t>::max() - 3;
+  solver.solve(std::vector<double>{1.0, 2.0, 3.0}, std::vector<double>{5.0, 0.0, 1.0}, most, a);
+  CHECK(a.total() == most);
 }

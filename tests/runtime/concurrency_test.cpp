@@ -1,6 +1,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <atomic>
 #include <deque>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -89,4 +90,38 @@ TEST_CASE("8 threads submit batches concurrently to schedulers sharing one pool"
   CHECK(pool.queued_chunks() == 0);
   // Only the allocated policies count rounds of their own.
   CHECK(ata_e.round() == 2 * kBatches);
+}
+
+TEST_CASE("schedulers sharing one policy take turns with it", "[runtime][scheduler]") {
+  constexpr std::size_t kBatches = 150;
+  constexpr std::size_t kBatch = 8;
+  rt::WorkerPool first(2);
+  rt::WorkerPool second(2);
+  ata::AtaEmpiricalPolicy shared(2, 1.0);
+  std::deque<rt::BatchScheduler> schedulers;
+  schedulers.emplace_back(first, shared);
+  schedulers.emplace_back(second, shared);
+  schedulers.emplace_back(first, shared);
+  {
+    std::vector<std::jthread> submitters;
+    for (std::size_t s = 0; s < 4; ++s) {
+      submitters.emplace_back([&, s] {
+        for (std::size_t b = 0; b < kBatches; ++b) {
+          (void)schedulers[s % 3].run(kBatch,
+                                      [](const rt::TaskContext& ctx) { return ctx.task(); });
+        }
+      });
+    }
+    // Reading the policy while they run takes its lock. A round is allocated before its
+    // tasks are observed.
+    for (int k = 0; k < 20; ++k) {
+      std::lock_guard lock(shared.mutex());
+      CHECK(shared.stats(0).count() + shared.stats(1).count() <= kBatch * shared.round());
+    }
+  }
+  std::size_t rounds = 0;
+  for (const auto& scheduler : schedulers) rounds += scheduler.rounds();
+  CHECK(rounds == 4 * kBatches);
+  CHECK(shared.round() == rounds);
+  CHECK(shared.stats(0).count() + shared.stats(1).count() == kBatch * rounds);
 }

@@ -87,3 +87,47 @@ TEST_CASE("bad slowdowns and pool options are refused", "[runtime][slowdown][err
                                                  rt::Slowdown::Kind::repeat),
                   ata::InvalidArgument);
 }
+
+TEST_CASE("delays too long to represent are refused up front or cut to the maximum",
+          "[runtime][slowdown][errors]") {
+  using ata::sim::TimeModel;
+  const auto huge = TimeModel::constant(1e308);
+  CHECK_THROWS_MATCHES(
+      rt::Slowdown::sleep(huge, 1ns), ata::InvalidArgument,
+      Catch::Matchers::MessageMatches(ContainsSubstring("constant(1e+308) x 1ns") &&
+                                      ContainsSubstring("mean delay of 1e+299 s") &&
+                                      ContainsSubstring("above the maximum of 86400 s")));
+  CHECK_THROWS_AS(rt::Slowdown::burn(huge, 1ms), ata::InvalidArgument);
+  CHECK_THROWS_MATCHES(
+      rt::Slowdown::sleep(TimeModel::constant(1.0), std::chrono::nanoseconds::max()),
+      ata::InvalidArgument,
+      Catch::Matchers::MessageMatches(ContainsSubstring("mean delay of 9.22e+09 s")));
+  auto changing = rt::Slowdown::sleep(TimeModel::constant(1.0), 1ms);
+  CHECK_THROWS_AS(changing.change_at(5, huge), ata::InvalidArgument);
+  CHECK(changing.model(5).mean() == 1.0);  // unchanged by the refusal
+  // The bound itself: a mean delay of one day is allowed.
+  ata::sim::Rng rng(5);
+  CHECK(rt::Slowdown::sleep(TimeModel::constant(86'400.0), 1s).draw(1, rng) ==
+        rt::Slowdown::kMaxDelay);
+  CHECK_THROWS_AS(rt::Slowdown::sleep(TimeModel::constant(86'401.0), 1s), ata::InvalidArgument);
+
+  // Half the draws of this mixture (mean 0.87 days) are 1.7 days: cut to one day, never
+  // wrapped around to a negative or zero delay.
+  const auto tail =
+      TimeModel::mixture({0.5, 0.5}, {TimeModel::constant(0.0), TimeModel::constant(150'000.0)});
+  const auto slow = rt::Slowdown::sleep(tail, 1s);
+  int cut = 0;
+  for (int k = 0; k < 100; ++k) {
+    const auto delay = slow.draw(1, rng);
+    CHECK((delay == 0ns || delay == rt::Slowdown::kMaxDelay));
+    cut += delay == rt::Slowdown::kMaxDelay ? 1 : 0;
+  }
+  CHECK(cut > 20);
+  CHECK(cut < 80);
+
+  // A scenario's worker with such a model is named in the refusal.
+  const ata::sim::Scenario scenario("huge", {TimeModel::constant(1.0), huge});
+  CHECK_THROWS_MATCHES(rt::PoolOptions::from_scenario(scenario, 1us), ata::InvalidArgument,
+                       Catch::Matchers::MessageMatches(
+                           ContainsSubstring("worker 1 of scenario 'huge': a sleep slowdown")));
+}

@@ -1,14 +1,19 @@
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_exception.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <future>
 #include <latch>
+#include <memory>
 #include <semaphore>
 #include <thread>
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/failing_allocator.hpp"
 
 #ifdef __linux__
 #include <sched.h>
@@ -87,7 +92,7 @@ TEST_CASE("a CPU the process may not use is refused", "[runtime][pool][errors]")
       Catch::Matchers::MessageMatches(ContainsSubstring("worker 1 is pinned to CPU 100000")));
 }
 
-TEST_CASE("shutdown fails a pending batch, finishes the running one, then refuses work",
+TEST_CASE("shutdown fails a pending batch, waits for a task that ignores stop, refuses work",
           "[runtime][pool][errors]") {
   rt::WorkerPool pool(1);
   ata::UniformPolicy policy(1);
@@ -95,7 +100,7 @@ TEST_CASE("shutdown fails a pending batch, finishes the running one, then refuse
   std::binary_semaphore release(0);
   std::latch started(1);
 
-  // Batch 1 occupies the only worker until released.
+  // Batch 1 occupies the only worker until released, ignoring its stop request.
   auto running = std::async(std::launch::async, [&] {
     return scheduler.run(2, [&](const rt::TaskContext& ctx) {
       if (ctx.task() == 0) {
@@ -118,11 +123,14 @@ TEST_CASE("shutdown fails a pending batch, finishes the running one, then refuse
   CHECK_THROWS_MATCHES(pending.get(), rt::ShutdownError,
                        Catch::Matchers::MessageMatches(ContainsSubstring("never ran its share")));
   CHECK(pool.is_shut_down());
-  CHECK(closing.wait_for(0s) == std::future_status::timeout);  // still joining the busy worker
+  // shutdown() waits for a running task that ignores its stop request.
+  CHECK(closing.wait_for(50ms) == std::future_status::timeout);
+  CHECK(running.wait_for(0s) == std::future_status::timeout);
 
   release.release();
-  const auto finished = running.get();
-  CHECK(finished.values == std::vector<std::size_t>{0, 1});
+  // Stopped while it ran: task 1 was skipped, so the batch fails.
+  CHECK_THROWS_MATCHES(running.get(), rt::ShutdownError,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("stopped while it ran")));
   closing.get();
 
   CHECK_THROWS_MATCHES(
@@ -151,4 +159,87 @@ TEST_CASE("a worker can neither shut its pool down nor wait for a batch on it",
   CHECK_THAT(messages[0], ContainsSubstring("would wait for itself"));
   CHECK_THAT(messages[1], ContainsSubstring("would wait for itself"));
   CHECK_FALSE(pool.is_shut_down());
+}
+
+TEST_CASE("shutdown allocates nothing: with every allocation failing it fails each queued batch",
+          "[runtime][pool][errors]") {
+  rt::WorkerPool pool(1);
+  ata::UniformPolicy policy(1);
+  rt::BatchScheduler scheduler(pool, policy);
+  std::binary_semaphore release(0);
+  std::latch started(1);
+  auto running = std::async(std::launch::async, [&] {
+    return scheduler.run(1, [&](const rt::TaskContext&) {
+      started.count_down();
+      release.acquire();
+    });
+  });
+  started.wait();
+  constexpr std::size_t kPending = 5;
+  std::vector<std::future<rt::BatchResult<void>>> pending;
+  for (std::size_t b = 0; b < kPending; ++b) {
+    pending.push_back(std::async(std::launch::async,
+                                 [&] { return scheduler.run(2, [](const rt::TaskContext&) {}); }));
+  }
+  REQUIRE(eventually([&] { return pool.queued_chunks() == kPending; }));
+
+  std::exception_ptr shutdown_error;
+  std::thread closer([&] {
+    const auto faults = ata::testing::AllocationFaults::fail_all();
+    try {
+      pool.shutdown();
+    } catch (...) {
+      shutdown_error = std::current_exception();
+    }
+  });
+  for (auto& batch : pending) {
+    REQUIRE(batch.wait_for(10s) == std::future_status::ready);
+    CHECK_THROWS_MATCHES(batch.get(), rt::ShutdownError,
+                         Catch::Matchers::MessageMatches(ContainsSubstring("never ran its share")));
+  }
+  release.release();
+  CHECK_THROWS_AS(running.get(), rt::ShutdownError);
+  closer.join();
+  CHECK_FALSE(shutdown_error);
+}
+
+TEST_CASE("shutdown stops the running batches: tasks and delays honouring stop end early",
+          "[runtime][pool][errors]") {
+  const std::string name = GENERATE("uta", "gta", "pull");
+  CAPTURE(name);
+  // Worker 1 sleeps 10 s after each task; worker 0's tasks wait for their stop request.
+  rt::PoolOptions options(2);
+  options.set_slowdown(1, rt::Slowdown::sleep(ata::sim::TimeModel::constant(10.0), 1s));
+  rt::WorkerPool pool(options);
+  auto policy = ata::make_policy(name, 2);
+  rt::BatchScheduler scheduler(pool, *policy);
+  std::atomic<int> started = 0;
+  auto running = std::async(std::launch::async, [&] {
+    return scheduler.run(4, [&](const rt::TaskContext& ctx) {
+      started.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (ctx.worker() == 0 && !ctx.stop_requested() &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(100us);
+      }
+    });
+  });
+  REQUIRE(eventually([&] { return started.load() >= 2; }));  // both workers inside the batch
+  const auto begin = std::chrono::steady_clock::now();
+  pool.shutdown();
+  CHECK(std::chrono::steady_clock::now() - begin < 5s);
+  CHECK_THROWS_MATCHES(running.get(), rt::ShutdownError,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("stopped while it ran")));
+}
+
+TEST_CASE("a task may destroy its own pool", "[runtime][pool][errors]") {
+  auto pool = std::make_unique<rt::WorkerPool>(2);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(*pool, policy);
+  // The destructor stops the batch, joins the other worker and leaves this one to exit
+  // when the task returns.
+  CHECK_THROWS_MATCHES(scheduler.run(1, [&](const rt::TaskContext&) { pool.reset(); }),
+                       rt::ShutdownError,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("stopped while it ran")));
+  CHECK(pool == nullptr);
 }

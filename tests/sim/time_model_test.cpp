@@ -93,7 +93,13 @@ TEST_CASE("time models reject bad parameters, naming them", "[sim][time_model][e
   REQUIRE_THROWS_WITH(TimeModel::mixture({1.0}, {TimeModel::constant(1), TimeModel::constant(2)}),
                       ContainsSubstring("one weight per component"));
   REQUIRE_THROWS_WITH(TimeModel::mixture({0.0}, {TimeModel::constant(1)}), ContainsSubstring("all be 0"));
-  REQUIRE_THROWS_WITH(TimeModel::outage(TimeModel::constant(1), 1.0, 5.0), ContainsSubstring("[0, 1)"));
+  REQUIRE_THROWS_WITH(TimeModel::outage(TimeModel::constant(1), 1.0, 5.0),
+                      ContainsSubstring("[0, 0.999]"));
+  // Close to 1, sampling would make ~1e9 attempts per task: refused, the value shown exactly.
+  REQUIRE_THROWS_WITH(TimeModel::outage(TimeModel::constant(1), 0.999999999, 5.0),
+                      ContainsSubstring("got 0.999999999"));
+  CHECK(TimeModel::outage(TimeModel::constant(1), TimeModel::kMaxOutageProbability, 1.0).mean() ==
+        Catch::Approx(1.0 + 999.0));
   REQUIRE_THROWS_WITH(TimeModel::outage(TimeModel::constant(1), 0.1, 0.0), ContainsSubstring("timeout"));
   REQUIRE_THROWS_WITH(TimeModel::constant(1).scaled(0.0), ContainsSubstring("scale factor"));
 }

@@ -6,12 +6,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ata/core/policy.hpp"
 #include "ata/core/solver.hpp"
+
+namespace ata::detail {
+class RoundTimeAllocator;
+}
 
 namespace ata {
 
@@ -28,19 +33,48 @@ namespace ata {
 /// @endcode
 ///
 /// Each round:
-/// 1. Workers never observed get one task each, up to B of them, lowest index first (an
-///    unseen worker may be the fastest, and B of them at once make the fewest such rounds).
+/// 1. Exploration: one task each for workers the learner knows little about, beside the
+///    exploitation of the others.
+///    - Budgeted: first the follow-ups of a worker under test (step 3), then, while the
+///      exploration credit is positive, the workers observed least recently: the unseen ones
+///      first (lowest index first), then the idle ones, oldest first; at most
+///      explored_per_round(B) = ceil(sqrt(B) / 2) workers in all (B = 8: 2, B = 23: 3,
+///      B = 300: 9; none when B = 1), so that the round never waits on many of them. Each
+///      round's largest exploratory time beyond the round's predicted time is charged to the
+///      credit, which grows by Options::exploration_budget (2%) of every round's predicted
+///      time: once the unseen workers are tried, re-trying idle ones costs about that fraction
+///      of the wall time, whatever n, B or the horizon.
+///    - Worth it: one more unseen worker (within the same cap) when the share of the 32
+///      workers seen last that are faster than the slowest one in use, times what a useful
+///      worker gains per round (the predicted round time over the workers in use), times the
+///      rounds so far, exceeds what trying one costs (the mean time beyond the predicted round
+///      time of those 32 workers' first times).
+///    - Free: any number of unseen workers when their expected maximum time (from those 32
+///      first times) stays below the predicted time of the round's other tasks, which happens
+///      while the known workers are few or slow (the second round, typically).
+///    The first round, with nothing known, spreads the batch over explored_per_round(B)
+///    workers.
 /// 2. The other tasks go to the observed workers: for each, a mean is drawn from an
 ///    approximate posterior, log mu_i ~ N(log mean_i, (c cv_i)^2 / K_i), with K_i its samples
 ///    since its last detected change, cv_i its coefficient of variation (shrunk towards the
-///    value pooled over all workers) and c = Options::exploration; then the exact min-max
-///    allocation of the drawn means (MinMaxSolver) is played. A worker far slower than the
-///    round's level is drawn below it only with a Gaussian-tail probability, so it is retried
-///    rarely, while a fast worker with an unlucky first sample is retried soon.
+///    value pooled over all workers) and c = Options::exploration. Among the workers with the
+///    smallest draws, the allocation minimising an estimate of the expected round time
+///    E[max_i S_i] is played: each worker's sum is taken to be gamma with the drawn mean and
+///    its cv, and the round time to be the largest of the sums' quantiles of probability
+///    0.5704^(1/m), m the workers used (the maximum of m balanced times). So a slow worker
+///    whose single task would often be the round's last gets none, where the proxy
+///    max_i a_i mu_i would give it one. A worker gets at most twice as many tasks as it has
+///    times since its last change, so that an estimate from a few lucky times costs one
+///    bounded round.
 /// 3. Every observation feeds a change test per worker: the clipped log-times of its last 4,
 ///    8 and 16 tasks are compared with its older ones; a shift of more than
 ///    Options::change_threshold standard errors restarts the worker's statistics from those
-///    recent tasks, so a worker that slows down loses its tasks within a round or two.
+///    recent tasks, so a worker that slows down loses its tasks within a round or two. A worker
+///    back from more than 16 idle rounds (with at least 4 past times) is tested against its
+///    history: the clipped standardised residuals of its new log-times are summed over every
+///    suffix; below -4 sqrt(length) its statistics restart from that suffix (a worker that sped
+///    up while idle is found); while they average below -0.5 it is probed again each round,
+///    for at most 12 times.
 ///
 /// Sound when: times of one worker are i.i.d. between changes with a finite variance; the
 /// workers' laws are close to a scale family (time = work / speed: the same shape, different
@@ -50,19 +84,20 @@ namespace ata {
 /// Where it may fail:
 /// - very different shapes across workers: a worker much more dispersed than the pool whose
 ///   first samples are unlucky looks slow with too much confidence and is retried late;
-/// - heavy tails (Pareto, outages): the mean converges slowly; the change test clips log-times
-///   at 3 standard deviations, so rare huge times do not trigger it, but they still move means;
-/// - a worker that speeds up while it gets no tasks (a slow worker recovering) is found only
-///   when the posterior draws it again, which gets rarer as its samples grow;
-/// - adversarial or frequent changes (a worker that alternates faster than the test's window);
-/// - it minimises the proxy max_i a_i mu_i like OFTA, not the expected round time, so it
-///   inherits OFTA's blindness to the spread of the times.
+/// - heavy tails (Pareto, outages, lognormal): the mean converges slowly, and sums far more
+///   skewed than gamma ones make the round time underestimated, so slow dispersed workers keep
+///   tasks that EOFTA would drop; the change test clips log-times at 3 standard deviations, so
+///   rare huge times do not trigger it;
+/// - exploration assumes no order of the workers, and is budgeted: with many workers and a
+///   short horizon (n / B large, K small) only the workers its rules reach are tried, in index
+///   order, and the fast workers of a large cluster may be found late;
+/// - adversarial or frequent changes (a worker that alternates faster than the test's window).
 ///
 /// Random draws come from Options::seed only: the same seed and the same observations give the
 /// same allocations, bit for bit. Cost per round: O(n) for the draws (a worker far above the
-/// candidates costs one uniform) and O(B log B) for the solver on the B best candidates; per
-/// observation O(1) (the change test reads at most 16 stored times). Measured: ~4.4 us per
-/// round at n = 459, B = 23 (docs/beyond-the-paper.md).
+/// candidates costs one uniform) and O(B log B) for the allocation on the B best candidates; per
+/// observation O(1) (the change test reads at most 16 stored times). Measured in
+/// docs/beyond-the-paper.md.
 ///
 /// Not thread-safe (see Policy).
 class AtaAutoPolicy final : public Policy {
@@ -77,17 +112,27 @@ class AtaAutoPolicy final : public Policy {
     /// z: a shift of a worker's recent log-times by more than z standard errors restarts its
     /// statistics (> 0; +infinity turns the change test off).
     double change_threshold = 6.0;
+    /// The fraction of the predicted wall time that budgeted exploratory tasks (unseen and idle
+    /// workers) may cost beyond the predicted round time, in [0, 1). 0: no budgeted probes;
+    /// unseen workers are still tried when worth it or free, and idle ones when the posterior
+    /// draws them.
+    double exploration_budget = 0.02;
 
     Options& set_seed(std::uint64_t value) noexcept { seed = value; return *this; }
     Options& set_exploration(double value) noexcept { exploration = value; return *this; }
     Options& set_change_threshold(double value) noexcept { change_threshold = value; return *this; }
+    Options& set_exploration_budget(double value) noexcept {
+      exploration_budget = value;
+      return *this;
+    }
   };
 
-  /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, or a
-  /// change_threshold that is NaN or <= 0.
+  /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, a
+  /// change_threshold that is NaN or <= 0, or an exploration_budget outside [0, 1).
   AtaAutoPolicy(std::size_t workers, const Options& options);
   /// With the default Options (seed 0). Throws ata::InvalidArgument for workers = 0.
   explicit AtaAutoPolicy(std::size_t workers);
+  ~AtaAutoPolicy() override;
 
   [[nodiscard]] std::string_view name() const noexcept override { return "ata-auto"; }
   [[nodiscard]] const Options& options() const noexcept { return options_; }
@@ -99,11 +144,20 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] std::size_t estimated_samples(std::size_t worker) const;
   /// The coefficient of variation pooled over all workers (1 until two samples of one worker).
   [[nodiscard]] double pooled_cv() const noexcept;
-  /// How many times a change was detected (and a worker's statistics restarted).
+  /// How many times a change was detected (and a worker's statistics restarted), probes of idle
+  /// workers included.
   [[nodiscard]] std::size_t changes_detected() const noexcept { return changes_detected_; }
+  /// How many of those came from probes of idle workers (a worker that sped up while idle).
+  [[nodiscard]] std::size_t rediscoveries() const noexcept { return rediscoveries_; }
+  /// Exploratory tasks given so far (the first round's included).
+  [[nodiscard]] std::size_t exploratory_tasks() const noexcept { return exploratory_tasks_; }
+  /// The most workers that get an exploratory task in one round of `batch` tasks:
+  /// ceil(sqrt(batch) / 2), and at most batch - 1 once a worker has been observed.
+  [[nodiscard]] static std::size_t explored_per_round(std::size_t batch) noexcept;
 
  private:
   static constexpr std::size_t kWindow = 16;  // recent times kept per worker for the change test
+  static constexpr std::size_t kRecent = 32;  // the workers seen last, for more_unseen()
 
   // A worker's times since its last change: count, mean and squared deviations of the times
   // and of their logarithms (Welford), and the last kWindow of both in a ring.
@@ -118,6 +172,15 @@ class AtaAutoPolicy final : public Policy {
 
   void choose(std::size_t batch, Allocation& out) override;
   void learn(std::size_t worker, double seconds) override;
+
+  void pick_explored(std::size_t batch);
+  double plan(std::size_t tasks);
+  double replan(std::size_t tasks);
+  void commit(std::size_t tasks, Allocation& out);
+  std::size_t more_unseen(std::size_t batch, std::size_t tasks, double predicted);
+  void remember_first_time(std::size_t worker, double seconds);
+  void touch(std::size_t worker);
+  bool probe_result(std::size_t worker, double residual);
 
   void add(std::size_t worker, double seconds, double log_seconds);
   void refresh(std::size_t worker);
@@ -140,16 +203,46 @@ class AtaAutoPolicy final : public Policy {
   std::vector<unsigned char> stale_;
   std::size_t unseen_;
   std::size_t changes_detected_ = 0;
+  std::size_t rediscoveries_ = 0;
+  std::size_t exploratory_tasks_ = 0;
+
+  // Exploration. Workers in a list by their last observation, least recent first (prev_/next_,
+  // n = none): unseen ones, in index order, then idle ones, oldest first.
+  std::vector<std::size_t> prev_;
+  std::vector<std::size_t> next_;
+  std::size_t oldest_;
+  std::size_t newest_;
+  std::vector<std::size_t> last_round_;  // round of each worker's last observation (0: never)
+  std::vector<std::size_t> last_allocated_;  // last round that planned tasks for it (0: never)
+  // The predicted round time of a worker's outstanding exploratory task (negative: none).
+  std::vector<double> probe_level_;
+  // A probed idle worker's sequential test: the log-mean and standard deviation of its history
+  // before the first probe, the sum of the clipped standardised residuals of the times since,
+  // and 1 + their number (0: not under test).
+  std::vector<std::pair<double, double>> probe_reference_;
+  std::vector<double> probe_sum_;
+  std::vector<unsigned char> probe_count_;
+  std::vector<std::size_t> follow_ups_;   // probed workers to probe again
+  std::vector<std::size_t> explored_;     // this round's exploratory workers
+  std::vector<unsigned char> exploring_;  // 1 for them, so that the draws skip them
+  double credit_ = 0.0;                   // exploration budget left (model time)
+  double round_overshoot_ = 0.0;          // largest exploratory time beyond its prediction
+  // (worker, first time) of the kRecent workers seen last, in a ring.
+  std::vector<std::pair<std::size_t, double>> recent_;
+  std::size_t recent_next_ = 0;
+  std::vector<double> recent_times_;  // scratch of more_unseen()
   // Pooled over workers with >= 2 samples: sum of m2 / mean^2, of log_m2, and of (count - 1).
   double pool_relative_m2_ = 0.0;
   double pool_log_m2_ = 0.0;
   double pool_dof_ = 0.0;
 
   std::vector<std::pair<double, std::size_t>> heap_;  // (log draw, worker) of the candidates
-  std::vector<std::size_t> unseen_list_;
-  std::vector<double> candidate_scores_;
-  Allocation candidate_allocation_;
-  MinMaxSolver solver_;
+  std::vector<double> candidate_means_;
+  std::vector<double> candidate_cv2_;
+  std::vector<std::size_t> candidate_caps_;
+  std::vector<double> candidate_backlog_;  // load-aware rounds: each candidate's backlog
+  std::vector<std::size_t> candidate_tasks_;
+  std::unique_ptr<detail::RoundTimeAllocator> allocator_;
   RoundRobinSpread spread_;
   std::uint64_t random_state_;  // the posterior draws' generator (SplitMix64)
 };

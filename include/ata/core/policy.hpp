@@ -5,6 +5,7 @@
 /// policy objects through this interface.
 
 #include <cstddef>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,10 @@ enum class Dispatch {
 /// The round counter k starts at 0 and allocate() advances it, so the first allocation is
 /// round 1. observe() may be called at any time, in any order of workers.
 ///
-/// Not thread-safe: a policy has one driver at a time (the schedulers serialise access).
+/// Not thread-safe by itself: one thread at a time may call its methods. Every driver of the
+/// runtime (ata::runtime::BatchScheduler) holds mutex() while it calls the policy, so several
+/// schedulers, on any threads, may share one policy; hold mutex() yourself to read or drive a
+/// policy that schedulers are using.
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -54,7 +58,8 @@ class Policy {
 
   /// Starts the next round and returns its allocation of `batch` tasks (sum = batch).
   /// Throws ata::InvalidArgument for batch = 0, and ata::Error when dispatch() is not
-  /// Dispatch::allocated.
+  /// Dispatch::allocated. If the strategy's choose() throws, the exception propagates and
+  /// round() is left unchanged, so the next allocate() starts the same round.
   [[nodiscard]] Allocation allocate(std::size_t batch);
   /// As allocate(), writing into `out` to reuse its storage.
   void allocate(std::size_t batch, Allocation& out);
@@ -75,6 +80,9 @@ class Policy {
   /// Statistics of every worker, by index.
   [[nodiscard]] std::span<const WorkerStats> all_stats() const noexcept { return stats_; }
 
+  /// The lock of whoever drives this policy: schedulers hold it around every call they make.
+  [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
+
  protected:
   /// Throws ata::InvalidArgument when workers = 0.
   explicit Policy(std::size_t workers);
@@ -91,6 +99,7 @@ class Policy {
   std::vector<WorkerStats> stats_;
   std::size_t round_ = 0;
   std::span<const double> backlog_;  // set for the duration of a load-aware allocate()
+  mutable std::mutex mutex_;
 };
 
 }  // namespace ata

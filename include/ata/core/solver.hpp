@@ -75,6 +75,8 @@ class MinMaxSolver {
   void solve_positive(std::span<const double> scores, std::size_t batch, Allocation& out);
   void solve_with_offsets(std::span<const double> scores, std::span<const double> offsets,
                           std::size_t batch, Allocation& out);
+  void place_below_level(std::span<const double> scores, std::span<const double> offsets,
+                         std::size_t batch, double level, Allocation& out);
   // Validates and handles zero scores; true when `out` is final.
   bool prepare(std::span<const double> scores, std::size_t batch, Allocation& out);
 

@@ -1,17 +1,12 @@
 #pragma once
 /// @file
 /// Batches as Asio asynchronous operations: async_run() follows Asio's completion-token
-/// conventions (a handler, use_future, use_awaitable, deferred).
-///
-/// PROVISIONAL: a stand-in with the final signature, so that ata-serve and ata-load can be
-/// built before the runtime's asynchronous engine lands. Each batch runs the blocking
-/// BatchScheduler::run() on a thread of its own; a cancellation or a missed deadline is noticed
-/// only when that run returns (the batch runs to its end, and the policy learns from all of it);
-/// there is no bound on batches in flight. The real engine replaces this whole file.
+/// conventions (a completion handler, use_future, use_awaitable, deferred, ...), over the same
+/// engine as the blocking BatchScheduler::run(). Needs Boost.Asio (1.81 or later); the rest of
+/// the library does not.
 
 #include <utility>  // before Asio: g++ 12's libstdc++ needs it for Asio's headers
 
-#include <atomic>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -20,102 +15,187 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
-#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <exception>
 #include <memory>
-#include <thread>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
+#include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/detail/batch_operation.hpp"
 
 namespace ata::runtime {
 
-/// Per-batch options of async_run().
-struct BatchOptions {
-  /// Zero: none. Past it the batch's tasks get a stop request and the operation completes
-  /// with boost::asio::error::timed_out.
-  std::chrono::nanoseconds deadline{0};
-};
-
 namespace detail {
 
+/// One asynchronous batch: owns the task and the handler until the handler has run.
 template <class Task, class Handler>
-void start_thread_batch(BatchScheduler& scheduler, std::size_t batch, Task task,
-                        BatchOptions options, Handler handler) {
-  using Result = BatchResult<TaskResult<Task>>;
-  auto executor = boost::asio::get_associated_executor(handler);
-  auto work = boost::asio::make_work_guard(executor);
-  auto slot = boost::asio::get_associated_cancellation_slot(handler);
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  if (slot.is_connected()) {
-    slot.assign([cancelled](boost::asio::cancellation_type type) {
-      if (type != boost::asio::cancellation_type::none) cancelled->store(true);
-    });
-  }
-  std::thread([&scheduler, batch, task = std::move(task), options, handler = std::move(handler),
-               executor, work = std::move(work), slot, cancelled]() mutable {
-    std::exception_ptr error;
-    Result result{};
-    {
-      // Destroyed before the work guard is released: once it is, the io_context may return.
-      auto owned_task = std::move(task);
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        result = scheduler.run(batch, owned_task);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      if (!error && cancelled->load()) {
-        error = std::make_exception_ptr(
-            boost::system::system_error(boost::asio::error::operation_aborted));
-      } else if (!error && options.deadline.count() > 0 &&
-                 std::chrono::steady_clock::now() - start > options.deadline) {
-        error = std::make_exception_ptr(boost::system::system_error(boost::asio::error::timed_out));
-      }
+class AsyncOperation final : public BatchOperation {
+ public:
+  using Result = TaskResult<Task>;
+
+  AsyncOperation(BatchScheduler& scheduler, std::size_t batch, Task task,
+                 const BatchOptions& options, Handler handler)
+      : BatchOperation(scheduler, batch, body_, options),
+        task_(std::move(task)),
+        body_(task_, batch, scheduler.pool().size()),
+        handler_(std::move(handler)),
+        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_))) {}
+
+  void start() noexcept {
+    auto slot = boost::asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) {
+      // Any cancellation type ends the batch: its side effects (tasks already run) are the
+      // caller's own and the policy learns nothing from it.
+      slot.assign([weak = std::weak_ptr<BatchOperation>(shared_from_this())](
+                      boost::asio::cancellation_type type) {
+        if (type == boost::asio::cancellation_type::none) return;
+        if (const auto self = weak.lock()) self->cancel(BatchStatus::cancelled);
+      });
     }
-    boost::asio::post(executor, [handler = std::move(handler), error, result = std::move(result),
-                                 slot]() mutable {
-      if (slot.is_connected()) slot.clear();
-      std::move(handler)(error, std::move(result));
-    });
-    work.reset();
-  }).detach();
-}
+    start_async();
+  }
+
+ private:
+  void on_admitted() noexcept override {
+    post_to_handler([](AsyncOperation& self) { self.launch(); });
+  }
+  void on_finished() noexcept override {
+    post_to_handler([](AsyncOperation& self) { self.complete(); });
+  }
+
+  // Runs `step` on the handler's associated executor, never inline.
+  template <class Step>
+  void post_to_handler(Step step) noexcept {
+    try {
+      boost::asio::post(work_.get_executor(),
+                        [this, keep = shared_from_this(), step] { step(*this); });
+    } catch (...) {
+      // Posting allocates; without memory there is no thread to complete on. Completing here
+      // keeps the promise that every operation completes, if not that it never runs inline.
+      step(*this);
+    }
+  }
+
+  void complete() noexcept {
+    auto slot = boost::asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) slot.clear();
+    std::exception_ptr error;
+    BatchResult<Result> result{};
+    try {
+      std::vector<std::size_t> slot_order;
+      switch (finish(result.report, slot_order, error)) {
+        case BatchStatus::succeeded:
+          if constexpr (!std::is_void_v<Result>) result.values = body_.take(slot_order);
+          break;
+        case BatchStatus::failed:
+          break;
+        case BatchStatus::cancelled:
+          error = std::make_exception_ptr(
+              boost::system::system_error(boost::asio::error::operation_aborted));
+          break;
+        case BatchStatus::timed_out:
+          error =
+              std::make_exception_ptr(boost::system::system_error(boost::asio::error::timed_out));
+          break;
+      }
+    } catch (...) {
+      error = std::current_exception();
+      result = BatchResult<Result>{};
+    }
+    // Moved out first: the handler may start the next batch, or destroy what this one borrows.
+    auto handler = std::move(handler_);
+    auto work = std::move(work_);
+    std::move(handler)(std::move(error), std::move(result));
+  }
+
+  Task task_;
+  TypedTaskBody<Task, Result> body_;
+  Handler handler_;
+  boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work_;
+};
+
+/// The initiation of async_run(): validates, then starts the operation. An invalid B
+/// completes the operation with ata::InvalidArgument through the handler's executor.
+struct InitiateAsyncRun {
+  template <class Handler, class Task>
+  void operator()(Handler&& handler, BatchScheduler* scheduler, std::size_t batch, Task&& task,
+                  const BatchOptions& options) const {
+    using Decayed = std::decay_t<Task>;
+    using H = std::decay_t<Handler>;
+    try {
+      BatchScheduler::check_batch(batch);
+    } catch (...) {
+      auto executor = boost::asio::get_associated_executor(handler);
+      boost::asio::post(executor, [handler = std::forward<Handler>(handler),
+                                   error = std::current_exception()]() mutable {
+        std::move(handler)(error, BatchResult<TaskResult<Decayed>>{});
+      });
+      return;
+    }
+    auto operation = std::make_shared<AsyncOperation<Decayed, H>>(
+        *scheduler, batch, std::forward<Task>(task), options, std::forward<Handler>(handler));
+    operation->start();
+  }
+};
 
 }  // namespace detail
 
-/// Runs B = `batch` tasks as scheduler.run() does, asynchronously. Completion signature:
-/// void(std::exception_ptr, BatchResult<TaskResult<Task>>); the exception is a task's
-/// exception, ShutdownError, or boost::system::system_error with operation_aborted
-/// (cancelled through the token's cancellation slot) or timed_out (options.deadline). The
-/// handler runs through its associated executor, never inline. `task` is decay-copied and
-/// kept alive until completion.
+/// Runs B = `batch` tasks as scheduler.run() does, asynchronously, and completes with
+/// void(std::exception_ptr, BatchResult<TaskResult<Task>>).
 ///
 /// @code
-/// auto [values, report] = co_await ata::runtime::async_run(
-///     scheduler, 16, [](const ata::runtime::TaskContext& ctx) { return ctx.task(); },
-///     boost::asio::use_awaitable);
+/// boost::asio::io_context io;
+/// boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> {
+///   auto [values, report] = co_await ata::runtime::async_run(
+///       scheduler, 16, [](const ata::runtime::TaskContext& ctx) { return ctx.task(); },
+///       boost::asio::use_awaitable);
+/// }, boost::asio::detached);
+/// io.run();
 /// @endcode
+///
+/// - The exception is null on success; else a task's exception, ShutdownError, ata::Error (a
+///   bad allocation from the policy, out of memory), ata::InvalidArgument (B = 0 or above
+///   BatchScheduler::kMaxBatch), or boost::system::system_error with
+///   boost::asio::error::operation_aborted (cancelled through the token's cancellation slot:
+///   any cancellation type) or boost::asio::error::timed_out (options.deadline passed first).
+///   use_future and use_awaitable turn it into a thrown exception.
+/// - `task` is decay-copied and kept alive until the handler has run; nothing the caller
+///   owns is borrowed. It runs on the pool's workers, concurrently.
+/// - The handler runs through its associated executor (the system executor if it has none),
+///   never inside async_run() and never on a worker unless that is its executor. The
+///   executor counts the batch as outstanding work, so an io_context's run() does not return
+///   while one is in flight.
+/// - Past the scheduler's in-flight bound (SchedulerOptions::set_max_in_flight), the batch
+///   waits for a slot without blocking anyone; a cancellation takes it out of the queue.
+/// - A cancelled or timed-out batch has its running tasks stopped (TaskContext's stop token)
+///   and its queued chunks skipped; the policy learns nothing from it. One whose B results
+///   are in before the cancellation succeeds.
+///
+/// Thread-safety: may be called from any thread, including the pool's workers (it never
+/// waits), any number of times at once. The scheduler must outlive the operation. Only a
+/// failure to allocate the operation itself (its result slots) is thrown by async_run().
 template <class Task, class CompletionToken>
-auto async_run(BatchScheduler& scheduler, std::size_t batch, Task&& task,
-               const BatchOptions& options, CompletionToken&& token) {
-  using Decayed = std::decay_t<Task>;
-  static_assert(std::invocable<Decayed&, const TaskContext&>,
-                "a task is called as task(const ata::runtime::TaskContext&)");
-  using Signature = void(std::exception_ptr, BatchResult<TaskResult<Decayed>>);
-  return boost::asio::async_initiate<CompletionToken, Signature>(
-      [](auto handler, BatchScheduler* target, std::size_t size, Decayed body,
-         BatchOptions chosen) {
-        detail::start_thread_batch(*target, size, std::move(body), chosen, std::move(handler));
-      },
-      token, &scheduler, batch, std::forward<Task>(task), options);
+requires std::invocable < std::decay_t<Task>
+&, const TaskContext& > auto async_run(BatchScheduler& scheduler, std::size_t batch, Task&& task,
+                                       const BatchOptions& options, CompletionToken&& token) {
+  using Result = TaskResult<std::decay_t<Task>>;
+  static_assert(
+      std::is_void_v<Result> || (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
+      "a task returns void or a movable value (not a reference)");
+  return boost::asio::async_initiate<CompletionToken,
+                                     void(std::exception_ptr, BatchResult<Result>)>(
+      detail::InitiateAsyncRun{}, token, &scheduler, batch, std::forward<Task>(task), options);
 }
 
-/// async_run() without options.
+/// async_run() without a deadline.
 template <class Task, class CompletionToken>
-auto async_run(BatchScheduler& scheduler, std::size_t batch, Task&& task, CompletionToken&& token) {
+requires std::invocable < std::decay_t<Task>
+&, const TaskContext& > auto async_run(BatchScheduler& scheduler, std::size_t batch, Task&& task,
+                                       CompletionToken&& token) {
   return async_run(scheduler, batch, std::forward<Task>(task), BatchOptions{},
                    std::forward<CompletionToken>(token));
 }

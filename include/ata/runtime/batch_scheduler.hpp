@@ -6,18 +6,25 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
-#include <mutex>
+#include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
 #include "ata/core/policy.hpp"
+#include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_result.hpp"
+#include "ata/runtime/detail/batch_operation.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
 #include "ata/runtime/task_context.hpp"
 #include "ata/runtime/worker_pool.hpp"
 
 namespace ata::runtime {
+
+namespace detail {
+struct SchedulerEngine;
+}
 
 /// What a task callable returns when the scheduler calls it.
 template <class Task>
@@ -48,63 +55,97 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// after the batch, the policy observes the duration of every accepted task, so it learns
 /// from exactly what ran. A stopped surplus task teaches nothing: its time was cut short.
 ///
+/// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
+/// inside its task any more. It does not wait for workers that never got to it: in pull and
+/// greedy modes, a worker busy elsewhere that reaches the batch's chunk afterwards skips it.
+///
+/// Cost: B is at most kMaxBatch. A batch keeps about 56 bytes per task that ran (its log
+/// entry and its TaskRecord; 16 more in greedy mode) plus, per result, an std::optional
+/// slot and the returned value, and a few cache lines per worker.
+///
 /// Thread-safety: run() may be called from any number of threads at once (not from a task of
 /// the same pool: that throws ata::Error). Concurrent batches are correct and share the
 /// workers first come, first served: each worker runs its chunks FIFO, and every worker sees
 /// the batches in the same order, so a batch waits behind the chunks queued before it on its
-/// workers. Calls to the policy are serialised by the scheduler; while batches run, nobody
-/// else may use the policy.
+/// workers. Every call to the policy is made under policy.mutex(), so several schedulers may
+/// share one policy; anyone else using the policy while batches run must hold that lock too.
 class BatchScheduler {
  public:
+  /// The largest batch run() accepts, 2^22 = 4,194,304 tasks: its bookkeeping alone (see
+  /// above) is about 240 MB. Larger batches are better split into several.
+  static constexpr std::size_t kMaxBatch = std::size_t{1} << 22;
+
   /// Borrows `pool` and `policy`, which must outlive the scheduler. Throws
   /// ata::InvalidArgument when policy.workers() != pool.size().
-  BatchScheduler(WorkerPool& pool, Policy& policy);
+  BatchScheduler(WorkerPool& pool, Policy& policy, const SchedulerOptions& options = {});
+  /// Batches still in flight must have completed (their waiters returned, their handlers
+  /// run) before the scheduler is destroyed.
+  ~BatchScheduler();
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
 
   /// Runs B = `batch` tasks and returns their results by task index, with the round report.
   /// `task` is called as task(const TaskContext&) on several workers at once, so it must be
   /// safe to call concurrently; it returns a movable value or void. run() returns only when
-  /// no worker runs `task` any more, so `task` may capture locals by reference.
+  /// no worker runs `task` any more, and no worker calls it afterwards, so `task` may capture
+  /// locals by reference. Thread-safe.
   ///
-  /// Throws ata::InvalidArgument for batch = 0, ShutdownError when the pool shuts down first,
-  /// and the first exception a task threw (the batch is then abandoned: its other tasks get a
-  /// stop request, unstarted ones are skipped, the policy observes nothing of it; the pool
-  /// stays usable).
+  /// Throws:
+  /// - ata::InvalidArgument for batch = 0 or batch > kMaxBatch;
+  /// - ata::Error when the policy's allocation does not give one count per worker summing to
+  ///   B (the round still counts: the policy started it), or when the batch's bookkeeping
+  ///   cannot be allocated; whatever the policy's allocate() throws (the round then does not
+  ///   count, for the policy nor the scheduler);
+  /// - ShutdownError when the pool is shut down before or while the batch runs;
+  /// - the first exception a task threw. The batch is then abandoned: its other tasks get a
+  ///   stop request, unstarted ones are skipped, the policy observes nothing of it; the pool
+  ///   stays usable. In greedy mode a task ending after B results are in is surplus: its
+  ///   exception is discarded with its result.
+  /// If the policy throws while observing the batch's durations, run() still returns the
+  /// results, with the exception in report.learning_error.
   template <class Task>
     requires std::invocable<Task&, const TaskContext&>
-  BatchResult<TaskResult<Task>> run(std::size_t batch, Task&& task) {
+  BatchResult<TaskResult<Task>> run(std::size_t batch, Task&& task,
+                                    const BatchOptions& options = {}) {
     using Result = TaskResult<Task>;
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
-    const auto start = std::chrono::steady_clock::now();
+    check_batch(batch);  // before B sizes anything
     detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, pool_.size());
-    Outcome outcome = dispatch(batch, body, start);
-    if constexpr (std::is_void_v<Result>) {
-      return {std::move(outcome.report)};
-    } else {
-      return {body.take(outcome.slot_order), std::move(outcome.report)};
+    BatchResult<Result> result;
+    std::vector<std::size_t> slot_order;
+    std::shared_ptr<detail::BlockingOperation> operation;
+    try {
+      operation = std::make_shared<detail::BlockingOperation>(*this, batch, body, options);
+    } catch (const std::bad_alloc&) {
+      detail::throw_out_of_memory(batch, "operation");
     }
+    operation->run(result.report, slot_order);
+    if constexpr (!std::is_void_v<Result>) result.values = body.take(slot_order);
+    return result;
   }
 
-  /// The policy driving the batches (use it only while no batch runs).
+  /// The policy driving the batches (hold policy().mutex() to use it while batches run).
   [[nodiscard]] Policy& policy() noexcept { return policy_; }
   [[nodiscard]] WorkerPool& pool() noexcept { return pool_; }
-  /// Batches started so far. Thread-safe.
+  /// Batches this scheduler started so far. Thread-safe.
   [[nodiscard]] std::size_t rounds() const;
+  /// Batches admitted and not yet complete (at most options().max_in_flight()). Thread-safe.
+  [[nodiscard]] std::size_t in_flight() const;
+  [[nodiscard]] const SchedulerOptions& options() const noexcept { return options_; }
+
+  /// Throws ata::InvalidArgument for batch = 0 or batch > kMaxBatch.
+  static void check_batch(std::size_t batch);
 
  private:
-  struct Outcome {
-    RoundReport report;
-    std::vector<std::size_t> slot_order;  // result slots by task index; empty: slot j = task j
-  };
-
-  Outcome dispatch(std::size_t batch, detail::TaskBody& body,
-                   std::chrono::steady_clock::time_point start);
+  friend class detail::BatchOperation;
 
   WorkerPool& pool_;
   Policy& policy_;
-  mutable std::mutex policy_mutex_;  // guards policy_ and rounds_
-  std::size_t rounds_ = 0;
+  const SchedulerOptions options_;
+  std::unique_ptr<detail::SchedulerEngine> engine_;
+  std::size_t rounds_ = 0;  // guarded by policy_.mutex()
 };
 
 }  // namespace ata::runtime

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <vector>
 
 #include "ata/core/allocation.hpp"
@@ -50,6 +51,11 @@ struct RoundReport {
   std::chrono::nanoseconds wall{0};
   /// Every task that ran, by task index; B of them are accepted.
   std::vector<TaskRecord> tasks;
+  /// Set when the policy threw while observing this batch's durations (a bug in a custom
+  /// observe() or learn()): the results are still valid and returned; the policy absorbed
+  /// the durations before the failing one and none after. Rethrow it to fail loudly:
+  /// `if (report.learning_error) std::rethrow_exception(report.learning_error);`
+  std::exception_ptr learning_error;
 
   /// Total worker time: the sum of busy, discarded work included (the paper's cost).
   [[nodiscard]] std::chrono::nanoseconds worker_time() const noexcept;

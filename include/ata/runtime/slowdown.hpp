@@ -30,6 +30,8 @@ namespace ata::runtime {
 /// - repeat: the task runs `times` times in a row and the last result counts: real extra
 ///   work, slowed by whatever slows the task itself.
 /// A delay ends early when the task's stop is requested (a discarded task stops costing).
+/// A delay lasts at most kMaxDelay: a longer draw (a heavy tail, an infinite draw) is cut to
+/// it, and a model whose mean delay exceeds it is refused.
 /// For unequal shares of real cores, pin several workers to one core (PoolOptions::set_cpu).
 ///
 /// A value type; const methods are thread-safe. Delays draw from the worker's own generator
@@ -38,21 +40,25 @@ class Slowdown {
  public:
   enum class Kind { none, sleep, burn, repeat };
 
+  /// The longest delay a task gets: one day.
+  static constexpr std::chrono::nanoseconds kMaxDelay = std::chrono::hours(24);
+
   /// No slowdown.
   Slowdown() = default;
   [[nodiscard]] static Slowdown none() noexcept { return {}; }
-  /// Sleeps model.sample() * unit after each task; throws ata::InvalidArgument for unit <= 0.
+  /// Sleeps model.sample() * unit after each task. Throws ata::InvalidArgument for unit <= 0
+  /// and for a mean delay model.mean() * unit above kMaxDelay.
   [[nodiscard]] static Slowdown sleep(sim::TimeModel model,
                                       std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
-  /// Spins for model.sample() * unit after each task; throws ata::InvalidArgument for unit <= 0.
+  /// Spins for model.sample() * unit after each task. Throws ata::InvalidArgument as sleep().
   [[nodiscard]] static Slowdown burn(sim::TimeModel model,
                                      std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
   /// Runs each task `times` times; throws ata::InvalidArgument for times = 0.
   [[nodiscard]] static Slowdown repeat(std::size_t times);
 
   /// From round `round` (the scheduler's batch number, 1-based) on, delays draw from `model`,
-  /// as sim::WorkerChange does in the simulator. Throws ata::InvalidArgument for round 0 or a
-  /// slowdown that draws no delays (none, repeat).
+  /// as sim::WorkerChange does in the simulator. Throws ata::InvalidArgument for round 0, a
+  /// slowdown that draws no delays (none, repeat), or a mean delay above kMaxDelay.
   Slowdown& change_at(std::size_t round, sim::TimeModel model);
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
@@ -68,7 +74,8 @@ class Slowdown {
   [[nodiscard]] const sim::TimeModel& model(std::size_t round) const;
   /// Mean delay per task in round `round`, in real time (zero without delays).
   [[nodiscard]] std::chrono::duration<double> mean_delay(std::size_t round) const;
-  /// One delay for a task of round `round`, drawn from `rng`; zero without delays.
+  /// One delay for a task of round `round`, drawn from `rng`, at most kMaxDelay; zero without
+  /// delays.
   [[nodiscard]] std::chrono::nanoseconds draw(std::size_t round, sim::Rng& rng) const;
   /// E.g. "sleep(exponential(mean=2) x 1ms, from round 100: exponential(mean=20))",
   /// "repeat(3)", "none".

@@ -9,10 +9,12 @@
 
 namespace ata::runtime {
 
-class BatchScheduler;
+class WorkerPool;
 namespace detail {
 class PoolCore;
-}
+/// The engine behind `pool`, for the runtime's front ends. Not part of the API.
+PoolCore& core_of(WorkerPool& pool) noexcept;
+}  // namespace detail
 
 /// The threads a BatchScheduler runs batches on.
 ///
@@ -29,14 +31,25 @@ class PoolCore;
 /// Worker i is always the same thread, so a policy can learn its speed. Each worker owns a
 /// FIFO queue of chunks: a chunk is one batch's whole share for that worker (its a_i tasks,
 /// or its part of a pull or greedy loop), handed over in one go. Batches submitted from
-/// several threads queue behind each other on every worker in the same order.
+/// several threads queue behind each other on every worker in the same order. Queuing a batch
+/// allocates nothing, so a batch reaches all its workers or (when the pool is shut down) none.
 ///
-/// Shutting down fails every batch that still has a queued chunk with ShutdownError (its
-/// tasks already running stop at the next task boundary), lets chunks already running
-/// finish, and joins the threads. Later submissions throw ShutdownError.
+/// Shutting down (shutdown() or the destructor):
+/// - refuses new batches (they throw ShutdownError);
+/// - fails, at once and with ShutdownError, every batch still waiting in the queues;
+/// - requests stop of every batch running on a worker, which then fails with ShutdownError
+///   (unless its B results were already in): a task polling TaskContext::stop_requested()
+///   ends early, a slowdown's delay is cut short, and the worker skips the rest of its chunk;
+/// - waits for each worker to finish the task it is in, and joins the threads. A task that
+///   ignores its stop request is waited for: shutdown() takes as long as that task does.
+/// It allocates nothing and throws nothing (except the error below), so it cannot leave a
+/// batch waiting forever.
 ///
-/// Thread-safety: every method may be called from any thread, except that shutdown() and the
-/// destructor must not run on one of the pool's own workers.
+/// Thread-safety: every method may be called from any thread. shutdown() on one of the
+/// pool's own workers (inside a task) throws ata::Error, since it would wait for itself. The
+/// destructor may run inside a task (a task dropping the last owner of its pool): it then
+/// shuts down as above but does not wait for the calling worker, whose thread exits when its
+/// task returns.
 class WorkerPool {
  public:
   /// `workers` threads without slowdown. Throws ata::InvalidArgument for 0.
@@ -44,7 +57,7 @@ class WorkerPool {
   /// Threads as `options` describe them. Throws ata::InvalidArgument for a CPU the process
   /// may not use, and std::system_error if a thread cannot start.
   explicit WorkerPool(const PoolOptions& options);
-  /// shutdown().
+  /// shutdown(); see the class comment for a destructor running inside a task.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -58,13 +71,14 @@ class WorkerPool {
   /// Whether shutdown() has started.
   [[nodiscard]] bool is_shut_down() const noexcept;
 
-  /// Fails the batches with queued work (ShutdownError), waits for running chunks, joins the
+  /// Fails the batches with queued work (ShutdownError), requests stop of the running ones
+  /// (which fail with ShutdownError too), waits for the tasks still running, joins the
   /// threads. Idempotent; concurrent calls all return once the threads are joined. Throws
   /// ata::Error when called from one of the pool's workers, which would wait for itself.
   void shutdown();
 
  private:
-  friend class BatchScheduler;
+  friend detail::PoolCore& detail::core_of(WorkerPool& pool) noexcept;
   std::unique_ptr<detail::PoolCore> core_;
 };
 

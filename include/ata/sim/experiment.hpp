@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ata/core/make_policy.hpp"
+#include "ata/sim/expected_round_time.hpp"
 #include "ata/sim/scenario.hpp"
 
 namespace ata::sim {
@@ -51,11 +52,15 @@ struct StrategyRun {
   double regret = 0.0;
   std::optional<double> final_suboptimality;
   std::vector<TracePoint> trace;
+  /// For "eofta": the solution it played last (the laws after the scenario's last change).
+  std::optional<EoftaSolution> eofta;
 };
 
-/// Runs `strategy` (a make_policy() name) for config.rounds rounds. `progress`, if set, is
+/// Runs `strategy` (a make_policy() name, or "eofta": EoftaPolicy on the scenario's laws) for
+/// config.rounds rounds. `progress`, if set, is
 /// called now and then with the fraction done. Throws ata::InvalidArgument for bad settings
-/// (batch 0, rounds 0, unknown strategy, missing alpha, ...).
+/// (batch 0, rounds 0, unknown strategy, missing alpha, ...), and ata::Error when SGD diverges
+/// (f(x) - f* no longer finite at a trace point: the step size is too large).
 [[nodiscard]] StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                                        const std::function<void(double)>& progress = {});
 

@@ -30,8 +30,12 @@ struct WorkerChange {
 /// An immutable value; safe to share between threads.
 class Scenario {
  public:
-  /// Throws ata::InvalidArgument for no workers or a change naming a worker out of range or
-  /// round 0.
+  /// The most workers a scenario may have: make_preset() and parse_scenario() refuse more
+  /// before allocating anything, so a flag or a small file cannot take the machine's memory.
+  static constexpr std::size_t kMaxWorkers = 100'000;
+
+  /// Throws ata::InvalidArgument for no workers, more than kMaxWorkers, or a change naming a
+  /// worker out of range or round 0.
   Scenario(std::string name, std::vector<TimeModel> workers, std::vector<WorkerChange> changes = {});
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -64,9 +68,16 @@ class Scenario {
 ///   uniform on [0, 2m], half-normal, lognormal (sigma 1) and gamma (shape 2);
 /// - slowdown: sqrt, except that worker 0 (the fastest) becomes 10x slower from round
 ///   `change_round` on (default 1: set it to half the run).
-/// Throws ata::InvalidArgument for an unknown name (listing the known ones) or n = 0.
+/// Throws ata::InvalidArgument for an unknown name (listing the known ones), n = 0 or
+/// n > Scenario::kMaxWorkers.
 [[nodiscard]] Scenario make_preset(std::string_view name, std::size_t workers,
                                    std::size_t change_round = 1);
+
+/// Limits of a scenario file, so that a small file cannot crash or stall a program with its
+/// nesting (parsing and printing nested JSON recurse) or its size.
+inline constexpr std::size_t kMaxScenarioJsonDepth = 64;        ///< arrays and objects, nested
+inline constexpr std::size_t kMaxMixtureDepth = 16;             ///< mixtures inside mixtures
+inline constexpr std::size_t kMaxScenarioFileBytes = 16 << 20;  ///< load_scenario(): 16 MiB
 
 /// A scenario from JSON text; `origin` (a file name) prefixes error messages. Format:
 /// @code{.json}
@@ -74,16 +85,30 @@ class Scenario {
 ///  "workers": [{"count": 4, "model": "exponential", "mean": 2.0},
 ///              {"model": "shifted_exponential", "shift": 1, "mean": 1,
 ///               "outage": {"probability": 0.01, "timeout": 100}},
-///              {"model": "mixture", "components": [{"weight": 0.9, "model": "constant", "value": 1},
-///                                                  {"weight": 0.1, "model": "pareto", "scale": 1, "shape": 2.5}]}],
+///              {"model": "mixture", "components": [{"weight": 0.9, "model": "constant", "value":
+///              1},
+///                                                  {"weight": 0.1, "model": "pareto", "scale": 1,
+///                                                  "shape": 2.5}]}],
 ///  "changes": [{"round": 5000, "worker": 0, "model": "exponential", "mean": 20}]}
 /// @endcode
 /// Parameters by model: constant(value), exponential(mean), shifted_exponential(shift, mean),
 /// gamma(shape, scale), lognormal(mu, sigma), uniform(low, high), half_normal(sigma),
-/// pareto(scale, shape), mixture(components). Unknown keys are errors, so typos are caught.
+/// pareto(scale, shape), mixture(components). Any model may carry an "outage" (probability at
+/// most TimeModel::kMaxOutageProbability, timeout).
+///
+/// The reader is strict, so a typo is an error and not a silent default. It throws
+/// ata::InvalidArgument naming `origin`, the place ("workers[2].components[0]") and the
+/// problem for: invalid JSON (the message quotes at most a short, escaped excerpt of the
+/// input); nesting deeper than kMaxScenarioJsonDepth, or mixtures deeper than
+/// kMaxMixtureDepth; a key that appears twice in one object; an unknown key, or a key out of
+/// place ("count" belongs to a worker, "weight" to a mixture component, "round" and "worker"
+/// to a change, and each is required there except "count", default 1); a value of the wrong
+/// type or out of range; mixture weights that do not sum to 1 (within 1e-6); more than
+/// Scenario::kMaxWorkers workers in all.
 [[nodiscard]] Scenario parse_scenario(std::string_view json_text, std::string_view origin);
 
-/// parse_scenario() of a file's contents; throws ata::InvalidArgument if it cannot be read.
+/// parse_scenario() of a file's contents; throws ata::InvalidArgument, with the system's
+/// reason, if it cannot be read, is a folder, or is larger than kMaxScenarioFileBytes.
 [[nodiscard]] Scenario load_scenario(const std::string& path);
 
 }  // namespace ata::sim

@@ -9,6 +9,7 @@
 #include "ata/core/allocation.hpp"
 #include "ata/core/oracle_policy.hpp"
 #include "ata/core/policy.hpp"
+#include "ata/sim/eofta_policy.hpp"
 #include "ata/sim/random.hpp"
 #include "ata/sim/scenario.hpp"
 
@@ -40,8 +41,9 @@ struct RoundRecord {
 /// When a scenario's WorkerChange takes effect and the policy is an OraclePolicy, the simulation
 /// gives it the new true means (OraclePolicy::set_means): OFTA is the oracle that knows the
 /// cluster, so after a change it plays the optimal fixed allocation of the current means, and
-/// stays the yardstick a learner is measured against. Other policies learn of a change only
-/// through the task times they observe.
+/// stays the yardstick a learner is measured against; an EoftaPolicy is given the new laws
+/// (EoftaPolicy::set_models) in the same way. Other policies learn of a change only through the
+/// task times they observe.
 ///
 /// Worker i draws from its own random stream (seed, i), so its u-th task takes the same time
 /// under every strategy: strategies run with the same seed are compared on common random numbers.
@@ -78,6 +80,7 @@ class Simulation {
   Scenario scenario_;
   Policy& policy_;
   OraclePolicy* oracle_ = nullptr;  // policy_ when it is the oracle: told of every change
+  EoftaPolicy* eofta_ = nullptr;    // likewise for EOFTA
   std::size_t batch_;
   std::size_t round_ = 0;
   std::size_t next_change_ = 0;

@@ -45,8 +45,13 @@ class TimeModel {
   [[nodiscard]] static TimeModel pareto(double scale, double shape);
   /// Picks component j with probability weights[j] / sum(weights), then samples it.
   [[nodiscard]] static TimeModel mixture(std::vector<double> weights, std::vector<TimeModel> components);
-  /// With probability p in [0, 1) an attempt hangs: it is given up after `timeout` (> 0) and
-  /// retried on the same worker, so a task costs timeout x (number of hung attempts) + base.
+  /// The largest outage probability: a task then makes 1 / (1 - p) = 1000 attempts on
+  /// average, and each attempt is one draw, so a p closer to 1 would make sampling hang.
+  static constexpr double kMaxOutageProbability = 0.999;
+
+  /// With probability p in [0, kMaxOutageProbability] an attempt hangs: it is given up after
+  /// `timeout` (> 0) and retried on the same worker, so a task costs
+  /// timeout x (number of hung attempts) + base.
   [[nodiscard]] static TimeModel outage(TimeModel base, double probability, double timeout);
 
   /// One draw.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <new>
 #include <optional>
 #include <span>
 #include <utility>
@@ -13,6 +14,10 @@
 #include "ata/runtime/task_context.hpp"
 
 namespace ata::runtime::detail {
+
+/// Throws the ata::Error run() reports when the bookkeeping of a batch of `batch` tasks
+/// cannot be allocated (`what`: which part).
+[[noreturn]] void throw_out_of_memory(std::size_t batch, const char* what);
 
 /// A batch's task, type-erased. Worker w calls execute() then, if the result is kept,
 /// accept(w, slot); each worker touches only its own pending result and distinct slots.
@@ -34,8 +39,14 @@ class TaskBody {
 template <class Task, class Result>
 class TypedTaskBody final : public TaskBody {
  public:
-  TypedTaskBody(Task& task, std::size_t batch, std::size_t workers)
-      : task_(task), slots_(batch), pending_(workers) {}
+  TypedTaskBody(Task& task, std::size_t batch, std::size_t workers) : task_(task) {
+    try {
+      slots_.resize(batch);
+      pending_.resize(workers);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(batch, "result slots");
+    }
+  }
 
   void execute(const TaskContext& ctx) override {
     pending_[ctx.worker()].value.emplace(std::invoke(task_, ctx));
@@ -47,7 +58,11 @@ class TypedTaskBody final : public TaskBody {
   /// The results, slot `slot_order[j]` at position j; slot j at j when slot_order is empty.
   [[nodiscard]] std::vector<Result> take(std::span<const std::size_t> slot_order) {
     std::vector<Result> results;
-    results.reserve(slots_.size());
+    try {
+      results.reserve(slots_.size());
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(slots_.size(), "results");
+    }
     if (slot_order.empty()) {
       for (auto& slot : slots_) results.push_back(std::move(*slot));
     } else {

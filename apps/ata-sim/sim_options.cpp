@@ -1,0 +1,64 @@
+#include "sim_options.hpp"
+
+#include <algorithm>
+
+#include "ata/sim/scenario.hpp"
+
+namespace ata::apps {
+
+CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
+  CommandLine<SimOptions> command_line;
+  SimOptions& o = command_line.options;
+  CLI::App app{
+      "ata-sim: compare task allocation strategies on a simulated cluster, in virtual time"};
+  app.option_defaults()->always_capture_default();
+  std::string presets;
+  for (const auto p : sim::preset_names()) {
+    presets += (presets.empty() ? "" : ", ") + std::string(p);
+  }
+  app.add_option("--scenario", o.scenario, "preset (" + presets + ") or a JSON scenario file")
+      ->check(kNonEmpty);
+  app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")
+      ->transform(whole_number(1, sim::Scenario::kMaxWorkers));
+  app.add_option("--batch", o.batch, "tasks per round B")->transform(whole_number(1, kMaxSimBatch));
+  app.add_option("--rounds", o.rounds, "rounds K")->transform(whole_number(1, kMaxSimRounds));
+  app.add_option("--seed", o.seed,
+                 "random seed of the workers' times and of ata-auto's draws: the same seed "
+                 "reproduces a run bit for bit")
+      ->transform(whole_number(0));
+  std::string strategies;
+  for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
+  app.add_option("--strategies", strategies,
+                 "comma list of gta, ofta, eofta (the allocation of least expected round time), "
+                 "uta, ata, ata-e, ata-auto (no alpha or eta), pull; ofta, eofta and gta always run")
+      ->check(strategy_list({"eofta"}));
+  app.add_option("--alpha", o.alpha,
+                 "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
+      ->check(kPositiveNumber);
+  app.add_option("--eta", o.eta, "ATA-Empirical's eta")->check(kPositiveNumber);
+  app.add_option("--change-round", o.change_round,
+                 "round at which 'slowdown' slows worker 0 (default K/2)")
+      ->transform(whole_number(1, kMaxSimRounds));
+  app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
+  app.add_option("--dim", o.dim, "SGD dimension d")->transform(whole_number(1, kMaxSimDim));
+  app.add_option("--step", o.step, "SGD step size (below 2: larger steps diverge)")
+      ->check(number_in(0.0, false, kMaxSimStep, false));
+  app.add_option("--noise", o.noise, "SGD gradient noise standard deviation")
+      ->check(kNonNegativeNumber);
+  app.add_option("--json", o.json_path, "write the summary as JSON to this file")->check(kNonEmpty);
+  app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file")
+      ->check(kNonEmpty);
+  app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(kNonEmpty);
+  command_line.help = parse_arguments(app, argc, argv);
+  o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "gta"});
+  return command_line;
+}
+
+double estimated_draws(const SimOptions& options, std::size_t workers) {
+  const double per_round = static_cast<double>(options.batch) + static_cast<double>(workers) +
+                           (options.sgd ? static_cast<double>(options.dim) : 0.0);
+  return static_cast<double>(options.strategies.size()) * static_cast<double>(options.rounds) *
+         per_round;
+}
+
+}  // namespace ata::apps

@@ -1,0 +1,56 @@
+#pragma once
+// ata-sim's command line, parsed into options without running anything: main() runs them,
+// and tests and fuzzers call parse_sim_options() alone.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app_support.hpp"
+
+namespace ata::apps {
+
+struct SimOptions {
+  std::string scenario = "cifar";
+  std::size_t workers = 0;  ///< 0: the preset's default (kDefaultSimWorkers), or the file's count
+  std::size_t batch = 23;
+  std::size_t rounds = 1000;
+  std::uint64_t seed = 1;
+  /// The strategies to run: as listed, each once, then OFTA and GTA when missing.
+  std::vector<std::string> strategies{"gta", "ofta", "uta", "ata", "ata-e"};
+  double alpha = 0.0;  ///< 0: max_i mu_i
+  double eta = 1.0;
+  std::size_t change_round = 0;  ///< 0: half the run
+  bool sgd = false;
+  std::size_t dim = 100;
+  double step = 1e-4;
+  double noise = 1e-3;
+  std::string json_path;
+  std::string csv_path;
+  std::string plot_dir;
+};
+
+inline constexpr std::size_t kDefaultSimWorkers = 51;
+/// Limits of ata-sim's flags; the README's flag table states them.
+inline constexpr std::size_t kMaxSimBatch = 1'000'000'000;
+inline constexpr std::size_t kMaxSimRounds = 1'000'000'000;
+inline constexpr std::size_t kMaxSimDim = 1'000'000;
+/// The quadratic's largest curvature is below 1, so SGD on it converges for steps below 2 and
+/// diverges above.
+inline constexpr double kMaxSimStep = 2.0;
+/// Work, in task-time draws (plus SGD coordinates), above which a run is refused (hours) or
+/// warned about (tens of seconds or more).
+inline constexpr double kMaxSimDraws = 1e12;
+inline constexpr double kWarnSimDraws = 1e9;
+
+/// Parses ata-sim's command line (argv[0] is the program). Returns the options, or --help's
+/// text; throws UsageError "<flag>: <what>, got '<value>'" for a bad flag or value. Checks
+/// every flag against its limit, reads no file and runs nothing.
+[[nodiscard]] CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv);
+
+/// What a run costs, in task-time draws and SGD coordinate updates, with `workers` workers:
+/// strategies x rounds x (batch + workers + SGD dimension).
+[[nodiscard]] double estimated_draws(const SimOptions& options, std::size_t workers);
+
+}  // namespace ata::apps

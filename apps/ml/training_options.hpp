@@ -1,0 +1,61 @@
+#pragma once
+// The command line of ata-sgd and ata-prox, parsed into options without running anything:
+// training_main() runs them, and tests and fuzzers call parse_training_options() alone.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app_support.hpp"
+#include "training.hpp"
+
+namespace ata::ml {
+
+struct TrainingOptions {
+  std::string problem = "logistic";
+  std::string data_path;  ///< empty: synthetic data
+  std::size_t rows = 2000;
+  std::size_t cols = 20;
+  double l2 = 1e-3;
+  std::size_t dim = 100;
+  double noise = 1e-3;
+  std::string scenario = "cifar";
+  std::size_t workers = 0;  ///< 0: kDefaultTrainingWorkers for a preset, or the file's count
+  double unit_us = 2.0;
+  bool burn = false;
+  std::size_t batch = 23;
+  std::size_t rounds = 2000;
+  double step = 0.05;
+  double target_gap = 0.01;
+  std::uint64_t seed = 1;
+  /// The strategies to run: as listed, each once, then OFTA and GTA when missing.
+  std::vector<std::string> strategies{"gta", "ofta", "uta", "pull", "ata", "ata-e", "ata-auto"};
+  double alpha = 0.0;  ///< microseconds; 0: the largest mean task time
+  double eta = 1.0;
+  std::string json_path;
+  std::string csv_path;
+  std::string plot_dir;
+};
+
+inline constexpr std::size_t kDefaultTrainingWorkers = 51;
+/// Limits of the flags; the README's flag table states them. Every worker is a thread.
+inline constexpr std::size_t kMaxTrainingWorkers = 1024;
+inline constexpr std::size_t kMaxTrainingBatch = 1'000'000;
+/// The trace keeps every round of every strategy.
+inline constexpr std::size_t kMaxTrainingRounds = 1'000'000;
+/// One model unit lasts from a nanosecond to a second.
+inline constexpr double kMinUnitUs = 1e-3;
+inline constexpr double kMaxUnitUs = 1e6;
+/// Rows, columns and the quadratic's dimension, each: a vector of that many numbers fits in
+/// apps::kMaxMemoryBytes (products are checked when the run is planned).
+inline constexpr std::size_t kMaxTrainingSize = apps::kMaxMemoryBytes / sizeof(double);
+
+/// Parses the command line of ata-sgd (Method::sgd) or ata-prox (Method::prox); argv[0] is
+/// the program. Returns the options, or --help's text; throws apps::UsageError "<flag>: <what>"
+/// for a bad flag or value, or flags that do not go together. Reads no file and runs nothing.
+[[nodiscard]] apps::CommandLine<TrainingOptions> parse_training_options(int argc,
+                                                                        const char* const* argv,
+                                                                        Method method);
+
+}  // namespace ata::ml

@@ -1,0 +1,146 @@
+#pragma once
+/// @file
+/// Machinery behind BatchScheduler::run() and ata::runtime::async_run(): one batch driven from
+/// admission to its result, whatever waits for it. Not part of the API.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "ata/runtime/batch_options.hpp"
+#include "ata/runtime/detail/task_body.hpp"
+#include "ata/runtime/round_report.hpp"
+
+namespace ata::runtime {
+class BatchScheduler;
+}
+
+namespace ata::runtime::detail {
+
+class Batch;
+class OperationBatch;
+
+/// How a batch ended.
+enum class BatchStatus : std::uint8_t {
+  succeeded,  ///< B results: finish() filled the report and the slot order
+  failed,     ///< finish() gave the exception (a task's, ShutdownError, ata::Error)
+  cancelled,  ///< cancel() came first
+  timed_out,  ///< its deadline passed first
+};
+
+/// One batch from admission to completion. The blocking and the asynchronous front ends
+/// derive from it: the engine is this class and Batch under it, written once.
+///
+/// Life: a slot of the scheduler's in-flight bound is taken (run_blocking() waits for one;
+/// start_async() queues and is told through on_admitted()), the batch is allocated and
+/// submitted, and on_finished() is called exactly once, when the outcome is final and no
+/// worker will touch the task body again. finish() then gives the results or the error.
+/// Owned by a std::shared_ptr (the engine's callbacks hold references).
+class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
+ public:
+  BatchOperation(const BatchOperation&) = delete;
+  BatchOperation& operator=(const BatchOperation&) = delete;
+  virtual ~BatchOperation();
+
+  /// Ends the batch early, from any thread, any number of times: a queued batch leaves the
+  /// queue, a running one has its running tasks stopped and its queued chunks skipped. The
+  /// status is then `reason` (cancelled or timed_out), unless the outcome was already final or
+  /// the B results were already in.
+  void cancel(BatchStatus reason) noexcept;
+
+ protected:
+  /// `body` is only stored: it may be a member of the derived class, constructed later, and
+  /// must stay alive until on_finished() has been called.
+  BatchOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
+                 const BatchOptions& options);
+
+  /// Blocking front end: waits for a slot and submits the batch; on_finished() follows,
+  /// possibly from within this call. Throws ata::Error on one of the pool's own workers (it
+  /// would wait for itself).
+  void start_blocking();
+  /// Asynchronous front end: takes a slot and submits now, or queues for a slot; either way
+  /// on_finished() follows, possibly from within this call.
+  void start_async() noexcept;
+  /// Asynchronous front end, after on_admitted(): allocates and submits the batch.
+  void launch() noexcept;
+
+  /// A queued asynchronous batch now holds a slot: the front end must call launch() soon
+  /// (posting it to its executor). Called on the thread that freed the slot; must not throw.
+  virtual void on_admitted() noexcept {}
+  /// The outcome is final and the task body is no longer used. Called exactly once, on a
+  /// worker, on the thread that cancelled or launched, or on the deadline timer's; must not
+  /// block or throw.
+  virtual void on_finished() noexcept = 0;
+
+  [[nodiscard]] std::size_t batch_size() const noexcept { return batch_; }
+  [[nodiscard]] const BatchOptions& options() const noexcept { return options_; }
+  /// How long a waiter polls before sleeping: the pool's idle spin.
+  [[nodiscard]] std::chrono::nanoseconds idle_spin() const;
+
+  /// After on_finished(): the status; on success the report and slot order are filled and
+  /// the policy has observed the durations (a failure to observe is report.learning_error);
+  /// on failure `error` holds the exception.
+  BatchStatus finish(RoundReport& report, std::vector<std::size_t>& slot_order,
+                     std::exception_ptr& error);
+
+ private:
+  friend class OperationBatch;
+  enum class Stage : std::uint8_t { created, queued, admitted, running, finished };
+
+  void admitted_from_queue() noexcept;
+  void submit_now();
+  void batch_completed(Batch& batch) noexcept;
+  // Ends a batch that was never submitted (or whose submission failed).
+  void finish_unsubmitted(BatchStatus status, std::exception_ptr error, bool holds_slot) noexcept;
+  void arm_deadline();
+  void disarm_deadline() noexcept;
+
+  BatchScheduler& scheduler_;
+  const std::size_t batch_;
+  TaskBody& body_;
+  const BatchOptions options_;
+  const std::chrono::steady_clock::time_point start_;
+
+  std::mutex mutex_;
+  Stage stage_ = Stage::created;           // guarded by mutex_
+  std::uint64_t ticket_ = 0;               // guarded by mutex_: while Stage::queued
+  std::optional<BatchStatus> requested_;   // guarded by mutex_: an early end asked for
+  std::shared_ptr<Batch> running_;         // guarded by mutex_: submitted, not complete
+  std::optional<std::uint64_t> deadline_;  // guarded by mutex_
+
+  // Written once before on_finished(), read after it.
+  BatchStatus status_ = BatchStatus::failed;
+  std::exception_ptr error_;
+  std::size_t round_ = 0;
+  std::shared_ptr<Batch> completed_;
+};
+
+/// The front end of BatchScheduler::run(): the caller's thread waits.
+class BlockingOperation final : public BatchOperation {
+ public:
+  BlockingOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
+                    const BatchOptions& options)
+      : BatchOperation(scheduler, batch, body, options) {}
+
+  /// Runs the batch; on success fills the report and the slot order, else throws what
+  /// BatchScheduler::run() documents.
+  void run(RoundReport& report, std::vector<std::size_t>& slot_order);
+
+ private:
+  void on_finished() noexcept override;
+
+  // The waiter polls done_, then sleeps on finished_; on_finished() notifies under mutex_,
+  // so the wake-up cannot slip between check and sleep.
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;
+  std::condition_variable finished_;
+};
+
+}  // namespace ata::runtime::detail

@@ -1,0 +1,349 @@
+#include "ata/runtime/detail/batch_operation.hpp"
+
+#include <limits>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "ata/core/error.hpp"
+#include "ata/runtime/batch_scheduler.hpp"
+#include "core/checks.hpp"
+#include "runtime/batch.hpp"
+#include "runtime/pool_core.hpp"
+#include "runtime/scheduler_engine.hpp"
+#include "runtime/spin.hpp"
+
+namespace ata::runtime::detail {
+
+[[noreturn]] void throw_out_of_memory(std::size_t batch, const char* what) {
+  throw Error("out of memory for the " + std::string(what) +
+              " of a batch of B = " + std::to_string(batch) + " tasks");
+}
+
+// The batch a BatchOperation submits; tells its operation when it is complete.
+class OperationBatch final : public Batch {
+ public:
+  OperationBatch(Dispatch mode, std::size_t batch, std::size_t round, Allocation allocation,
+                 std::size_t workers, TaskBody& body, std::shared_ptr<BatchOperation> owner)
+      : Batch(mode, batch, round, std::move(allocation), workers, body), owner_(std::move(owner)) {}
+
+ private:
+  void on_complete() noexcept override {
+    // Moved out: the operation keeps the batch, and the batch must not keep the operation.
+    const auto owner = std::move(owner_);
+    owner->batch_completed(*this);
+  }
+
+  std::shared_ptr<BatchOperation> owner_;
+};
+
+namespace {
+
+// The policy's allocation must give every worker a count and hand out exactly B tasks: the
+// batch sizes its result slots and task ranges from it.
+void require_valid_allocation(const Policy& policy, const Allocation& allocation, std::size_t batch,
+                              std::size_t workers) {
+  if (allocation.size() != workers) {
+    throw Error("policy '" + std::string(policy.name()) + "' allocated tasks to " +
+                std::to_string(allocation.size()) + " workers, but the pool has " +
+                std::to_string(workers));
+  }
+  // Summed here rather than taken from total(), which a huge count could wrap around.
+  std::size_t sum = 0;
+  bool overflow = false;
+  for (std::size_t tasks : allocation) {
+    overflow = overflow || tasks > std::numeric_limits<std::size_t>::max() - sum;
+    sum = overflow ? std::numeric_limits<std::size_t>::max() : sum + tasks;
+  }
+  if (overflow || sum != batch) {
+    throw Error("policy '" + std::string(policy.name()) + "' allocated " +
+                (overflow ? "more than " : "") + std::to_string(sum) +
+                " tasks for a batch of B = " + std::to_string(batch) +
+                "; an allocation must sum to B");
+  }
+}
+
+}  // namespace
+
+BatchOperation::BatchOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
+                               const BatchOptions& options)
+    : scheduler_(scheduler),
+      batch_(batch),
+      body_(body),
+      options_(options),
+      start_(std::chrono::steady_clock::now()) {}
+
+BatchOperation::~BatchOperation() = default;
+
+std::chrono::nanoseconds BatchOperation::idle_spin() const {
+  return scheduler_.pool_.options().idle_spin();
+}
+
+void BatchOperation::start_blocking() {
+  if (core_of(scheduler_.pool_).is_own_thread()) {
+    throw Error(
+        "BatchScheduler::run() called from a task of its own pool would wait for "
+        "itself; run batches from other threads");
+  }
+  scheduler_.engine_->admission.enter();
+  {
+    std::lock_guard lock(mutex_);
+    stage_ = Stage::admitted;
+  }
+  try {
+    arm_deadline();
+  } catch (...) {
+    finish_unsubmitted(BatchStatus::failed, std::current_exception(), true);
+    return;
+  }
+  launch();
+}
+
+void BatchOperation::start_async() noexcept {
+  std::optional<Admission::Ticket> ticket;
+  try {
+    arm_deadline();
+    // The callback keeps this operation alive while it waits in the queue.
+    ticket = scheduler_.engine_->admission.enter_or_queue(
+        [self = shared_from_this()] { self->admitted_from_queue(); });
+  } catch (...) {
+    finish_unsubmitted(BatchStatus::failed, std::current_exception(), false);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (ticket) {
+      // Unless admitted already, between enter_or_queue() and here.
+      if (stage_ == Stage::created) {
+        stage_ = Stage::queued;
+        ticket_ = *ticket;
+      }
+      return;
+    }
+    stage_ = Stage::admitted;
+  }
+  launch();
+}
+
+void BatchOperation::admitted_from_queue() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stage_ = Stage::admitted;
+  }
+  on_admitted();
+}
+
+void BatchOperation::launch() noexcept {
+  std::optional<BatchStatus> requested;
+  {
+    std::lock_guard lock(mutex_);
+    requested = requested_;
+  }
+  if (requested) {
+    finish_unsubmitted(*requested, nullptr, true);
+    return;
+  }
+  try {
+    submit_now();
+  } catch (...) {
+    finish_unsubmitted(BatchStatus::failed, std::current_exception(), true);
+  }
+}
+
+void BatchOperation::submit_now() {
+  Policy& policy = scheduler_.policy_;
+  PoolCore& core = core_of(scheduler_.pool_);
+  const std::size_t workers = core.size();
+  Dispatch mode = Dispatch::allocated;
+  Allocation allocation;
+  {
+    std::lock_guard lock(policy.mutex());
+    mode = policy.dispatch();
+    try {
+      // A throwing allocate() leaves the policy's round as it was: so does the scheduler.
+      if (mode == Dispatch::allocated) {
+        if (scheduler_.options_.load_aware()) {
+          auto& backlog = scheduler_.engine_->backlog;
+          backlog.resize(workers);
+          core.backlog(backlog);
+          policy.allocate(batch_, backlog, allocation);
+        } else {
+          policy.allocate(batch_, allocation);
+        }
+      }
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(batch_, "allocation");
+    }
+    round_ = ++scheduler_.rounds_;
+    if (mode == Dispatch::allocated) require_valid_allocation(policy, allocation, batch_, workers);
+  }
+  std::shared_ptr<Batch> job;
+  try {
+    job = std::make_shared<OperationBatch>(mode, batch_, round_, std::move(allocation), workers,
+                                           body_, shared_from_this());
+  } catch (const std::bad_alloc&) {
+    throw_out_of_memory(batch_, "task records");
+  }
+  job->submit(core);  // throws with nothing queued: the batch then never completes
+  // Published only now: a cancel() during submission found Stage::admitted and left its
+  // request in requested_; the batch may even have completed already.
+  std::optional<BatchStatus> requested;
+  {
+    std::lock_guard lock(mutex_);
+    if (stage_ != Stage::finished) {
+      stage_ = Stage::running;
+      running_ = job;
+    }
+    requested = requested_;
+  }
+  if (requested) job->cancel();
+}
+
+void BatchOperation::cancel(BatchStatus reason) noexcept {
+  std::shared_ptr<Batch> running;
+  {
+    std::lock_guard lock(mutex_);
+    if (stage_ == Stage::finished || requested_) return;
+    requested_ = reason;
+    if (stage_ == Stage::queued) {
+      if (!scheduler_.engine_->admission.withdraw(ticket_))
+        return;  // being admitted: launch() sees requested_
+      stage_ = Stage::finished;
+      status_ = reason;
+    } else if (stage_ == Stage::running) {
+      running = running_;
+    } else {
+      return;  // created or admitted: launch() sees requested_
+    }
+  }
+  if (running) {
+    running->cancel();  // may complete the batch, and so this operation, on this thread
+    return;
+  }
+  disarm_deadline();
+  on_finished();
+}
+
+void BatchOperation::batch_completed(Batch& batch) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    switch (batch.outcome()) {
+      case Batch::Outcome::succeeded:
+        status_ = BatchStatus::succeeded;
+        break;
+      case Batch::Outcome::failed:
+        status_ = BatchStatus::failed;
+        error_ = batch.take_error();
+        break;
+      case Batch::Outcome::cancelled:
+      case Batch::Outcome::pending:  // not reached: a complete batch has an outcome
+        status_ = requested_.value_or(BatchStatus::cancelled);
+        break;
+    }
+    running_.reset();
+    completed_ = batch.shared_from_this();
+    stage_ = Stage::finished;
+  }
+  disarm_deadline();
+  scheduler_.engine_->admission.leave();
+  on_finished();
+}
+
+void BatchOperation::finish_unsubmitted(BatchStatus status, std::exception_ptr error,
+                                        bool holds_slot) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (stage_ == Stage::finished) return;
+    stage_ = Stage::finished;
+    status_ = status;
+    error_ = std::move(error);
+  }
+  disarm_deadline();
+  if (holds_slot) scheduler_.engine_->admission.leave();
+  on_finished();
+}
+
+void BatchOperation::arm_deadline() {
+  if (options_.deadline <= std::chrono::nanoseconds{0}) return;
+  const auto id =
+      scheduler_.engine_->deadlines.schedule(start_ + options_.deadline, [weak = weak_from_this()] {
+        if (const auto self = weak.lock()) self->cancel(BatchStatus::timed_out);
+      });
+  std::lock_guard lock(mutex_);
+  deadline_ = id;
+}
+
+void BatchOperation::disarm_deadline() noexcept {
+  std::optional<std::uint64_t> id;
+  {
+    std::lock_guard lock(mutex_);
+    id = std::exchange(deadline_, std::nullopt);
+  }
+  if (id) scheduler_.engine_->deadlines.cancel(*id);
+}
+
+BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>& slot_order,
+                                   std::exception_ptr& error) {
+  if (status_ != BatchStatus::succeeded) {
+    error = std::exchange(error_, nullptr);
+    return status_;
+  }
+  try {
+    completed_->collect(report, slot_order);
+  } catch (const std::bad_alloc&) {
+    throw_out_of_memory(batch_, "round report");
+  }
+  report.round = round_;
+  Policy& policy = scheduler_.policy_;
+  {
+    std::lock_guard lock(policy.mutex());
+    try {
+      // The one place where measured durations become the core's seconds.
+      for (const TaskRecord& task : report.tasks) {
+        if (task.accepted) {
+          policy.observe(task.worker, std::chrono::duration<double>(task.duration).count());
+        }
+      }
+    } catch (...) {
+      // The batch ran and its results are good: return them, and report the policy's failure.
+      report.learning_error = std::current_exception();
+    }
+  }
+  report.wall = std::chrono::steady_clock::now() - start_;
+  return BatchStatus::succeeded;
+}
+
+void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {
+  // Read before the batch starts: one of its tasks may destroy the pool.
+  const auto spin = idle_spin();
+  start_blocking();
+  const auto done = [&] { return done_.load(std::memory_order_acquire); };
+  if (!spin_until(done, spin)) {
+    std::unique_lock lock(mutex_);
+    finished_.wait(lock, done);
+  }
+  std::exception_ptr error;
+  switch (finish(report, slot_order, error)) {
+    case BatchStatus::succeeded:
+      return;
+    case BatchStatus::failed:
+      // Taken out of the batch: a worker may drop the last reference to it after we return,
+      // and the exception must then die on this thread, where it is caught, not there.
+      std::rethrow_exception(error);
+    case BatchStatus::cancelled:
+    case BatchStatus::timed_out:
+      break;
+  }
+  throw DeadlineError(
+      "a batch of B = " + std::to_string(batch_size()) + " missed its deadline of " +
+      ata::detail::to_text(std::chrono::duration<double, std::milli>(options().deadline).count()) +
+      " ms");
+}
+
+void BlockingOperation::on_finished() noexcept {
+  std::lock_guard lock(mutex_);
+  done_.store(true, std::memory_order_release);
+  finished_.notify_all();
+}
+
+}  // namespace ata::runtime::detail

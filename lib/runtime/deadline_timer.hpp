@@ -1,0 +1,44 @@
+#pragma once
+// Per-batch deadlines: one thread, started on first use, that calls each expired entry's
+// callback. A callback runs on the timer thread, outside the timer's lock, and must be short
+// and must not throw (it requests a batch's cancellation).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace ata::runtime::detail {
+
+class DeadlineTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Id = std::uint64_t;
+
+  DeadlineTimer() = default;
+  // Stops the thread; entries not yet expired never fire.
+  ~DeadlineTimer();
+  DeadlineTimer(const DeadlineTimer&) = delete;
+  DeadlineTimer& operator=(const DeadlineTimer&) = delete;
+
+  // Calls `on_expiry` at `when` unless cancelled first. Thread-safe. Throws
+  // std::system_error when the timer thread cannot start.
+  Id schedule(Clock::time_point when, std::function<void()> on_expiry);
+  // Removes the entry; false when it already fired (or is firing) or never existed.
+  bool cancel(Id id);
+
+ private:
+  void serve(const std::stop_token& stop);
+
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::multimap<Clock::time_point, std::pair<Id, std::function<void()>>> entries_;  // mutex_
+  Id next_id_ = 0;                                                                  // mutex_
+  std::jthread thread_;  // started by the first schedule(), under mutex_
+};
+
+}  // namespace ata::runtime::detail

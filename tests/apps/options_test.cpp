@@ -1,0 +1,162 @@
+// The apps' command lines, parsed without running anything (what the fuzzers call).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "app_support.hpp"
+#include "sim_options.hpp"
+#include "training_options.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+std::vector<const char*> argv_of(const char* program, std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{program};
+  argv.insert(argv.end(), args);
+  return argv;
+}
+
+ata::apps::SimOptions sim(std::initializer_list<const char*> args) {
+  const auto argv = argv_of("ata-sim", args);
+  const auto parsed = ata::apps::parse_sim_options(static_cast<int>(argv.size()), argv.data());
+  REQUIRE_FALSE(parsed.help);
+  return parsed.options;
+}
+
+std::string sim_error(std::initializer_list<const char*> args) {
+  const auto argv = argv_of("ata-sim", args);
+  try {
+    (void)ata::apps::parse_sim_options(static_cast<int>(argv.size()), argv.data());
+  } catch (const ata::apps::UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string training_error(ata::ml::Method method, std::initializer_list<const char*> args) {
+  const auto argv = argv_of("ata-sgd", args);
+  try {
+    (void)ata::ml::parse_training_options(static_cast<int>(argv.size()), argv.data(), method);
+  } catch (const ata::apps::UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
+  const auto defaults = sim({});
+  CHECK(defaults.batch == 23);
+  CHECK(defaults.strategies ==
+        std::vector<std::string>{"gta", "ofta", "uta", "ata", "ata-e", "eofta"});
+  const auto o = sim({"--strategies", "ata-e,ata,ata-e", "--rounds", "010", "--seed",
+                      "18446744073709551615", "--json", "out.json"});
+  CHECK(o.strategies ==
+        std::vector<std::string>{"ata-e", "ata", "ofta", "eofta", "gta"});  // yardsticks once
+  CHECK(o.rounds == 10);  // decimal, although CLI11 alone reads a leading 0 as octal
+  CHECK(o.seed == 18446744073709551615u);
+  CHECK(o.json_path == "out.json");
+  const auto argv = argv_of("ata-sim", {"--help"});
+  const auto help = ata::apps::parse_sim_options(static_cast<int>(argv.size()), argv.data()).help;
+  REQUIRE(help);
+  CHECK_THAT(*help, ContainsSubstring("--strategies"));
+}
+
+TEST_CASE("ata-sim's command line refuses what it cannot use, naming flag and value",
+          "[apps][cli][errors]") {
+  CHECK_THAT(
+      sim_error({"--rounds", "18446744073709551616"}),
+      ContainsSubstring(
+          "--rounds: must be a whole number from 1 to 1000000000, got '18446744073709551616'"));
+  CHECK_THAT(sim_error({"--seed", "18446744073709551616"}),
+             ContainsSubstring("--seed: must be a whole number >= 0, got '18446744073709551616'"));
+  CHECK_THAT(sim_error({"--batch", "0x10"}),
+             ContainsSubstring("--batch: must be a whole number from 1 to 1000000000, got '0x10'"));
+  CHECK_THAT(sim_error({"--batch", "+5"}), ContainsSubstring("got '+5'"));
+  CHECK_THAT(sim_error({"--batch", "1e3"}), ContainsSubstring("got '1e3'"));
+  CHECK_THAT(sim_error({"--workers", "100001"}),
+             ContainsSubstring("--workers: must be a whole number from 1 to 100000"));
+  CHECK_THAT(sim_error({"--dim", "4294967296"}),
+             ContainsSubstring("--dim: must be a whole number from 1 to 1000000"));
+  CHECK_THAT(sim_error({"--step", "2"}),
+             ContainsSubstring("--step: must be a number in (0, 2), got '2'"));
+  CHECK_THAT(sim_error({"--step", "0x1p-3"}), ContainsSubstring("got '0x1p-3'"));
+  CHECK_THAT(sim_error({"--alpha", "inf"}),
+             ContainsSubstring("--alpha: must be a number > 0, got 'inf'"));
+  CHECK_THAT(sim_error({"--noise", "1e400"}),
+             ContainsSubstring("--noise: must be a number >= 0, got '1e400'"));
+  CHECK_THAT(sim_error({"--json", ""}), ContainsSubstring("--json: must not be empty"));
+  CHECK_THAT(sim_error({"--plot", ""}), ContainsSubstring("--plot: must not be empty"));
+  CHECK_THAT(
+      sim_error({"--strategies", ",", "--rounds", "5"}),
+      ContainsSubstring("--strategies: empty item in ','") && !ContainsSubstring("--rounds'"));
+  CHECK_THAT(sim_error({"--strategies", "ata,,gta"}),
+             ContainsSubstring("empty item in 'ata,,gta'"));
+  CHECK_THAT(sim_error({"--strategies", "ata,fast"}),
+             ContainsSubstring("unknown strategy 'fast'; expected one of"));
+  CHECK_THAT(sim_error({"--strategies", "ata\x1b[2J"}),
+             ContainsSubstring("unknown strategy 'ata\\x1b[2J'"));
+  CHECK_THAT(sim_error({"--bogus"}), ContainsSubstring("--bogus"));
+  const char* no_program[] = {nullptr};
+  REQUIRE_THROWS_AS(ata::apps::parse_sim_options(0, no_program), ata::apps::UsageError);
+}
+
+TEST_CASE("ata-sgd's and ata-prox's command lines refuse what they cannot use",
+          "[apps][cli][errors]") {
+  using ata::ml::Method;
+  CHECK_THAT(training_error(Method::sgd, {"--workers", "5000"}),
+             ContainsSubstring("--workers: must be a whole number from 1 to 1024, got '5000'"));
+  CHECK_THAT(training_error(Method::sgd, {"--batch", "1000000000"}),
+             ContainsSubstring("--batch: must be a whole number from 1 to 1000000"));
+  CHECK_THAT(training_error(Method::sgd, {"--dim", "18446744073709551616"}),
+             ContainsSubstring("--dim: must be a whole number from 1 to 134217728"));
+  CHECK_THAT(training_error(Method::sgd, {"--unit-us", "1e308"}),
+             ContainsSubstring("--unit-us: must be a number in [0.001, 1e+06], got '1e308'"));
+  CHECK_THAT(training_error(Method::sgd, {"--target-gap", "1"}),
+             ContainsSubstring("--target-gap: must be a number in (0, 1)"));
+  CHECK_THAT(training_error(Method::sgd, {"--problem", "svm"}),
+             ContainsSubstring("unknown problem 'svm'"));
+  CHECK_THAT(training_error(Method::prox, {"--problem", "quadratic"}),
+             ContainsSubstring("quadratic has no prox"));
+  CHECK_THAT(training_error(Method::sgd, {"--problem", "quadratic", "--data", "x.svm"}),
+             ContainsSubstring("--data does not apply to --problem quadratic"));
+  CHECK_THAT(training_error(Method::sgd, {"--data", ""}),
+             ContainsSubstring("--data: must not be empty"));
+  CHECK_THAT(training_error(Method::sgd, {"--strategies", "ata,"}),
+             ContainsSubstring("--strategies: empty item"));
+  CHECK(training_error(Method::sgd, {"--problem", "quadratic", "--dim", "1000"}) == "(accepted)");
+}
+
+TEST_CASE("output paths are checked before a run, with the reason", "[apps][cli][errors]") {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::temp_directory_path() / "ata_options_test";
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  ata::apps::write_file(folder / "plain.txt", "text");
+  REQUIRE_THROWS_WITH(ata::apps::check_output_file("--json", folder),
+                      ContainsSubstring("is a folder, not a file"));
+  REQUIRE_THROWS_WITH(
+      ata::apps::check_output_file("--csv", folder / "plain.txt" / "trace.csv"),
+      ContainsSubstring("--csv '") && ContainsSubstring("plain.txt' is not a folder"));
+  REQUIRE_THROWS_WITH(ata::apps::check_output_folder("--plot", folder / "plain.txt"),
+                      ContainsSubstring("plain.txt' is not a folder"));
+  REQUIRE_THROWS_WITH(ata::apps::check_output_file("--json", "/proc/forbidden/out.json"),
+                      ContainsSubstring("cannot create a file in '/proc'"));
+  // Missing folders are fine: they are created when the file is written.
+  ata::apps::check_output_file("--json", folder / "new" / "deeper" / "out.json");
+  ata::apps::check_output_folder("--plot", folder / "plots");
+  CHECK_FALSE(fs::exists(folder / "new"));  // the check itself creates nothing
+  ata::apps::write_file(folder / "new" / "deeper" / "out.json", "{}");
+  CHECK(fs::file_size(folder / "new" / "deeper" / "out.json") == 2);
+  REQUIRE_THROWS_WITH(ata::apps::write_file(folder / "plain.txt" / "x", "{}"),
+                      ContainsSubstring("cannot write '") && ContainsSubstring("Not a directory"));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(folder)) ++entries;
+  CHECK(entries == 2);  // plain.txt and new/: no probe or temporary file left behind
+  fs::remove_all(folder);
+}

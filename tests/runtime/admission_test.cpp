@@ -1,0 +1,105 @@
+#include "runtime/admission.hpp"
+
+#include <atomic>
+#include <catch2/catch_test_macros.hpp>
+#include <chrono>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include "runtime/deadline_timer.hpp"
+
+using ata::runtime::detail::Admission;
+using ata::runtime::detail::DeadlineTimer;
+using namespace std::chrono_literals;
+
+TEST_CASE("admission holds at most its limit and serves waiters first come, first served",
+          "[runtime][backpressure]") {
+  Admission admission(2);
+  admission.enter();
+  CHECK_FALSE(admission.enter_or_queue([] {}).has_value());
+  CHECK(admission.in_flight() == 2);
+
+  std::vector<int> order;
+  const auto first = admission.enter_or_queue([&] { order.push_back(1); });
+  const auto second = admission.enter_or_queue([&] { order.push_back(2); });
+  const auto third = admission.enter_or_queue([&] { order.push_back(3); });
+  REQUIRE(first.has_value());
+  REQUIRE(second.has_value());
+  REQUIRE(third.has_value());
+  CHECK(admission.withdraw(*second));
+  CHECK_FALSE(admission.withdraw(*second));
+
+  admission.leave();  // the slot passes to waiter 1
+  CHECK(order == std::vector<int>{1});
+  CHECK(admission.in_flight() == 2);
+  admission.leave();  // to waiter 3
+  CHECK(order == std::vector<int>{1, 3});
+  CHECK_FALSE(admission.withdraw(*third));
+  admission.leave();
+  admission.leave();
+  CHECK(admission.in_flight() == 0);
+}
+
+TEST_CASE("blocking entries never exceed the limit", "[runtime][backpressure]") {
+  constexpr std::size_t kLimit = 3;
+  Admission admission(kLimit);
+  std::atomic<std::size_t> inside{0};
+  std::atomic<std::size_t> most{0};
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 200; ++k) {
+        admission.enter();
+        const std::size_t now = inside.fetch_add(1) + 1;
+        std::size_t seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::yield();
+        inside.fetch_sub(1);
+        admission.leave();
+      }
+    });
+  }
+  threads.clear();
+  CHECK(most.load() <= kLimit);
+  CHECK(admission.in_flight() == 0);
+}
+
+TEST_CASE("deadlines fire in time order, once, unless cancelled", "[runtime][deadline]") {
+  DeadlineTimer timer;
+  std::mutex mutex;
+  std::vector<int> fired;
+  std::latch done(2);
+  const auto now = DeadlineTimer::Clock::now();
+  timer.schedule(now + 30ms, [&] {
+    std::lock_guard lock(mutex);
+    fired.push_back(2);
+    done.count_down();
+  });
+  // Far off, so that a loaded machine cannot let it fire before it is cancelled.
+  const auto cancelled = timer.schedule(now + 1h, [&] {
+    std::lock_guard lock(mutex);
+    fired.push_back(0);
+  });
+  timer.schedule(now + 10ms, [&] {
+    std::lock_guard lock(mutex);
+    fired.push_back(1);
+    done.count_down();
+  });
+  CHECK(timer.cancel(cancelled));
+  done.wait();
+  CHECK(DeadlineTimer::Clock::now() - now >= 30ms);
+  std::lock_guard lock(mutex);
+  CHECK(fired == std::vector<int>{1, 2});
+  CHECK_FALSE(timer.cancel(cancelled));
+}
+
+TEST_CASE("a timer destroyed with pending deadlines fires none of them", "[runtime][deadline]") {
+  std::atomic<int> fired{0};
+  {
+    DeadlineTimer timer;
+    timer.schedule(DeadlineTimer::Clock::now() + 1h, [&] { fired.fetch_add(1); });
+  }
+  CHECK(fired.load() == 0);
+}
