@@ -21,11 +21,13 @@
 
 #include "ata/ata.hpp"
 #include "support/failing_allocator.hpp"
+#include "support/eventually.hpp"
 
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::eventually;
 
 namespace {
 
@@ -103,17 +105,6 @@ class FaultyPolicy final : public ata::Policy {
     if (++lessons == failing_lesson) throw std::runtime_error("learn failed");
   }
 };
-
-// Polls `condition` until it holds; false after `limit` (a deadlock fails the test, not CI).
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 }  // namespace
 

@@ -15,22 +15,14 @@
 #include "runtime/batch.hpp"
 #include "runtime/pool_core.hpp"
 #include "support/failing_allocator.hpp"
+#include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::eventually;
 namespace detail = ata::runtime::detail;
 
 namespace {
-
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // Records how often, and on which thread, its completion hook ran.
 class RecordingBatch final : public detail::Batch {

@@ -17,24 +17,15 @@
 
 #ifdef __linux__
 #include <sched.h>
+#include "support/eventually.hpp"
 #endif
 
 using Catch::Matchers::ContainsSubstring;
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::eventually;
 
 namespace {
-
-// Polls `condition` until it holds; false after `limit` (a deadlock fails the test, not CI).
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 }  // namespace
 
