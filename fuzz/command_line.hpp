@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ata/core/error.hpp"
+#include "ata/core/make_policy.hpp"
 #include "fuzz_support.hpp"
 
 namespace ata::fuzz {
@@ -87,6 +88,34 @@ auto parse_command_line(const char* program, const std::vector<std::string>& arg
     finding("the parser created or removed a file in the working folder");
   }
   return result;
+}
+
+// A parsed number outside what the flag documents is a finding.
+inline void check_limit(const char* flag, double value, double lowest, double highest) {
+  if (!(value >= lowest && value <= highest)) {
+    finding(std::string(flag) + " " + std::to_string(value) + " outside [" +
+            std::to_string(lowest) + ", " + std::to_string(highest) + "]");
+  }
+}
+
+// The parsed strategies: each known (a policy name or one of `extra`), none twice, and every
+// yardstick present.
+inline void check_strategies(const std::vector<std::string>& strategies,
+                             const std::vector<std::string>& extra,
+                             const std::vector<std::string>& yardsticks) {
+  const auto known = ata::policy_names();
+  for (auto it = strategies.begin(); it != strategies.end(); ++it) {
+    if (std::find(known.begin(), known.end(), *it) == known.end() &&
+        std::find(extra.begin(), extra.end(), *it) == extra.end()) {
+      finding("unknown strategy '" + *it + "' accepted");
+    }
+    if (std::find(strategies.begin(), it, *it) != it) finding("strategy '" + *it + "' twice");
+  }
+  for (const auto& yardstick : yardsticks) {
+    if (std::find(strategies.begin(), strategies.end(), yardstick) == strategies.end()) {
+      finding("yardstick " + yardstick + " missing");
+    }
+  }
 }
 
 }  // namespace ata::fuzz

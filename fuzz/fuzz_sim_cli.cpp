@@ -23,29 +23,9 @@
 
 namespace {
 
+using ata::fuzz::check_limit;
+using ata::fuzz::check_strategies;
 using ata::fuzz::finding;
-
-void check_limit(const char* flag, double value, double lowest, double highest) {
-  if (!(value >= lowest && value <= highest)) {
-    finding(std::string(flag) + " " + std::to_string(value) + " outside [" +
-            std::to_string(lowest) + ", " + std::to_string(highest) + "]");
-  }
-}
-
-void check_strategies(const std::vector<std::string>& strategies) {
-  const auto known = ata::policy_names();
-  for (auto it = strategies.begin(); it != strategies.end(); ++it) {
-    if (std::find(known.begin(), known.end(), *it) == known.end() && *it != "eofta") {
-      finding("unknown strategy '" + *it + "' accepted");
-    }
-    if (std::find(strategies.begin(), it, *it) != it) finding("strategy '" + *it + "' twice");
-  }
-  for (const char* yardstick : {"ofta", "eofta", "gta"}) {
-    if (std::find(strategies.begin(), strategies.end(), yardstick) == strategies.end()) {
-      finding(std::string("yardstick ") + yardstick + " missing");
-    }
-  }
-}
 
 }  // namespace
 
@@ -74,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_limit("--alpha", o.alpha, 0.0, std::numeric_limits<double>::max());
   if (!(o.eta > 0.0 && std::isfinite(o.eta))) finding("--eta " + std::to_string(o.eta));
   check_limit("--noise", o.noise, 0.0, std::numeric_limits<double>::max());
-  check_strategies(o.strategies);
+  check_strategies(o.strategies, {"eofta"}, {"ofta", "eofta", "gta"});
   const double draws = estimated_draws(o, o.workers);
   if (!(draws > 0.0 && std::isfinite(draws))) finding("estimated draws " + std::to_string(draws));
   return 0;

@@ -24,33 +24,13 @@
 
 namespace {
 
+using ata::fuzz::check_limit;
+using ata::fuzz::check_strategies;
 using ata::fuzz::finding;
-
-void check_limit(const char* flag, double value, double lowest, double highest) {
-  if (!(value >= lowest && value <= highest)) {
-    finding(std::string(flag) + " " + std::to_string(value) + " outside [" +
-            std::to_string(lowest) + ", " + std::to_string(highest) + "]");
-  }
-}
 
 void check_positive(const char* flag, double value) {
   if (!(value > 0.0 && std::isfinite(value)))
     finding(std::string(flag) + " " + std::to_string(value));
-}
-
-void check_strategies(const std::vector<std::string>& strategies) {
-  const auto known = ata::policy_names();
-  for (auto it = strategies.begin(); it != strategies.end(); ++it) {
-    if (std::find(known.begin(), known.end(), *it) == known.end()) {
-      finding("unknown strategy '" + *it + "' accepted");
-    }
-    if (std::find(strategies.begin(), it, *it) != it) finding("strategy '" + *it + "' twice");
-  }
-  for (const char* yardstick : {"ofta", "gta"}) {
-    if (std::find(strategies.begin(), strategies.end(), yardstick) == strategies.end()) {
-      finding(std::string("yardstick ") + yardstick + " missing");
-    }
-  }
 }
 
 void check(const std::vector<std::string>& arguments, ata::ml::Method method) {
@@ -89,7 +69,7 @@ void check(const std::vector<std::string>& arguments, ata::ml::Method method) {
   check_positive("--eta", o.eta);
   check_limit("--alpha", o.alpha, 0.0, std::numeric_limits<double>::max());
   check_limit("--noise", o.noise, 0.0, std::numeric_limits<double>::max());
-  check_strategies(o.strategies);
+  check_strategies(o.strategies, {}, {"ofta", "gta"});
 }
 
 }  // namespace
