@@ -1,5 +1,6 @@
 #include "ata/core/policy.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "ata/core/error.hpp"
@@ -44,7 +45,10 @@ void Policy::allocate(std::size_t batch, std::span<const double> backlog, Alloca
   }
   bool idle = true;
   for (std::size_t i = 0; i < backlog.size(); ++i) {
-    detail::require_non_negative(backlog[i], ("backlog of worker " + std::to_string(i)).c_str());
+    // The message is built only for a bad entry: this runs for every load-aware batch.
+    if (!std::isfinite(backlog[i]) || backlog[i] < 0.0) {
+      detail::require_non_negative(backlog[i], ("backlog of worker " + std::to_string(i)).c_str());
+    }
     idle = idle && backlog[i] == 0.0;
   }
   if (idle) {
