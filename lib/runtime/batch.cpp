@@ -35,24 +35,24 @@ Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
 }
 
-void Batch::submit(PoolCore& pool) {
-  pool_ = &pool;
+void Batch::submit(LaneSet& lanes) {
+  lanes_ = &lanes;
   // Counted before the chunks are queued, so that a worker never settles more than was added.
   if (mode_ == Dispatch::allocated) {
-    for (std::size_t i : targets_) pool.add_backlog(i, allocation_[i]);
+    for (std::size_t i : targets_) lanes.add_backlog(i, allocation_[i]);
   }
   try {
     // Each queue entry holds a reference, so the batch outlives its last queued chunk.
-    pool.submit(shared_from_this(), targets_);
+    lanes.submit(shared_from_this(), targets_);
   } catch (...) {
     if (mode_ == Dispatch::allocated) {
-      for (std::size_t i : targets_) pool.settle_backlog(i, allocation_[i]);
+      for (std::size_t i : targets_) lanes.settle_backlog(i, allocation_[i]);
     }
     throw;
   }
 }
 
-void Batch::settle_share(Worker& worker) noexcept {
+void Batch::settle_share(Lane& worker) noexcept {
   const std::size_t i = worker.index();
   const std::size_t rest = allocation_[i] - logs_[i].settled;
   if (rest > 0) worker.settle_backlog(rest);
@@ -73,7 +73,7 @@ std::exception_ptr Batch::take_error() noexcept {
   return std::exchange(error_, nullptr);
 }
 
-void Batch::run(Worker& worker) noexcept {
+void Batch::run(Lane& worker) noexcept {
   if (!try_enter()) {  // closed: the task body may be gone already
     if (mode_ == Dispatch::allocated) settle_share(worker);
     return;
@@ -102,7 +102,7 @@ void Batch::run(Worker& worker) noexcept {
 
 void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexcept {
   // Never run here: the whole share leaves the backlog (the pool is shutting down, alive).
-  if (mode_ == Dispatch::allocated) pool_->settle_backlog(worker, allocation_[worker]);
+  if (mode_ == Dispatch::allocated) lanes_->settle_backlog(worker, allocation_[worker]);
   // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
   // of several: the batch is lost only if no worker reached it.
   if (mode_ == Dispatch::allocated ||
@@ -115,7 +115,7 @@ void Batch::interrupt(const std::exception_ptr& reason) noexcept {
   if (!results_complete()) decide(Outcome::failed, reason);
 }
 
-std::chrono::nanoseconds Batch::run_task(Worker& worker, TaskContext& ctx, std::size_t task,
+std::chrono::nanoseconds Batch::run_task(Lane& worker, TaskContext& ctx, std::size_t task,
                                          TaskClock::Ticks& since) {
   ctx.task_ = task;
   try {
@@ -186,7 +186,7 @@ void Batch::record(std::size_t worker, const RanTask& ran) {
   }
 }
 
-void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
+void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   if (timing_ == Timing::chunk_means) {
     run_allocated_timing_chunk(worker, ctx);
     return;
@@ -214,7 +214,7 @@ void Batch::run_allocated(Worker& worker, TaskContext& ctx) {
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
-void Batch::run_allocated_timing_chunk(Worker& worker, TaskContext& ctx) {
+void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
   const std::size_t first = first_task_[i];
   const std::size_t tasks = allocation_[i];
@@ -243,7 +243,7 @@ void Batch::run_allocated_timing_chunk(Worker& worker, TaskContext& ctx) {
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
-void Batch::run_pull(Worker& worker, TaskContext& ctx) {
+void Batch::run_pull(Lane& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
   auto since = clock_.now();
   while (!ctx.stop_requested()) {
@@ -258,7 +258,7 @@ void Batch::run_pull(Worker& worker, TaskContext& ctx) {
   }
 }
 
-void Batch::run_greedy(Worker& worker, TaskContext& ctx) {
+void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
   auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.

@@ -20,7 +20,7 @@
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
-#include "runtime/pool_core.hpp"
+#include "runtime/lane_set.hpp"
 #include "runtime/task_clock.hpp"
 
 namespace ata::runtime::detail {
@@ -67,7 +67,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
   // running. Throws ShutdownError, queuing nothing, when the pool is shut down.
-  void submit(PoolCore& pool);
+  void submit(LaneSet& lanes);
 
   // Requests stop of the batch from any thread, at any time, any number of times. Unless its
   // outcome is already final (or its B results are all in), the batch completes as cancelled:
@@ -93,7 +93,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   [[nodiscard]] Timing timing() const noexcept { return timing_; }
 
   QueueEntry& entry(std::size_t worker) noexcept override { return logs_[worker].entry; }
-  void run(Worker& worker) noexcept override;
+  void run(Lane& worker) noexcept override;
   void abandon(std::size_t worker, const std::exception_ptr& reason) noexcept override;
   void interrupt(const std::exception_ptr& reason) noexcept override;
 
@@ -125,15 +125,15 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   };
 
   // Allocated mode: takes the rest of `worker`'s share off its backlog.
-  void settle_share(Worker& worker) noexcept;
-  void run_allocated(Worker& worker, TaskContext& ctx);
-  void run_pull(Worker& worker, TaskContext& ctx);
-  void run_greedy(Worker& worker, TaskContext& ctx);
-  void run_allocated_timing_chunk(Worker& worker, TaskContext& ctx);
+  void settle_share(Lane& worker) noexcept;
+  void run_allocated(Lane& worker, TaskContext& ctx);
+  void run_pull(Lane& worker, TaskContext& ctx);
+  void run_greedy(Lane& worker, TaskContext& ctx);
+  void run_allocated_timing_chunk(Lane& worker, TaskContext& ctx);
   // Runs task `task` and returns its duration, timed from `since`, which it then moves to the
   // task's end: one clock read per task. A task's time thus includes the scheduler's few
   // nanoseconds of bookkeeping before it. A task that throws is logged as discarded.
-  std::chrono::nanoseconds run_task(Worker& worker, TaskContext& ctx, std::size_t task,
+  std::chrono::nanoseconds run_task(Lane& worker, TaskContext& ctx, std::size_t task,
                                     TaskClock::Ticks& since);
   // The time from `since` to `end` (0 if the ticks went backwards, as a TSC read on another
   // core may by a few ticks).
@@ -171,7 +171,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   TaskBody& body_;
   std::vector<WorkerLog> logs_;       // logs_[i].ran written by worker i only
   std::vector<std::size_t> targets_;  // the workers that get a chunk
-  PoolCore* pool_ = nullptr;          // set by submit(): whose backlog the shares count in
+  LaneSet* lanes_ = nullptr;          // set by submit(): whose backlog the shares count in
 
   std::stop_source stop_;
   std::atomic<std::size_t> next_task_{0};    // pull and greedy: the next task index to start

@@ -9,7 +9,7 @@
 #include "ata/runtime/batch_scheduler.hpp"
 #include "core/checks.hpp"
 #include "runtime/batch.hpp"
-#include "runtime/pool_core.hpp"
+#include "runtime/lane_set.hpp"
 #include "runtime/scheduler_engine.hpp"
 #include "runtime/spin.hpp"
 
@@ -47,8 +47,8 @@ void require_valid_allocation(const Policy& policy, const Allocation& allocation
                               std::size_t workers) {
   if (allocation.size() != workers) {
     throw Error("policy '" + std::string(policy.name()) + "' allocated tasks to " +
-                std::to_string(allocation.size()) + " workers, but the pool has " +
-                std::to_string(workers));
+                std::to_string(allocation.size()) + " workers, but there are " +
+                std::to_string(workers) + " lanes");
   }
   // Summed here rather than taken from total(), which a huge count could wrap around.
   std::size_t sum = 0;
@@ -78,11 +78,11 @@ BatchOperation::BatchOperation(BatchScheduler& scheduler, std::size_t batch, Tas
 BatchOperation::~BatchOperation() = default;
 
 std::chrono::nanoseconds BatchOperation::idle_spin() const {
-  return scheduler_.pool_.options().idle_spin();
+  return scheduler_.lanes_.options().idle_spin();
 }
 
 void BatchOperation::start_blocking() {
-  if (core_of(scheduler_.pool_).is_own_thread()) {
+  if (core_of(scheduler_.lanes_).is_own_thread()) {
     throw Error(
         "BatchScheduler::run() called from a task of its own pool would wait for "
         "itself; run batches from other threads");
@@ -154,7 +154,7 @@ void BatchOperation::launch() noexcept {
 
 void BatchOperation::submit_now() {
   Policy& policy = scheduler_.policy_;
-  PoolCore& core = core_of(scheduler_.pool_);
+  LaneSet& core = core_of(scheduler_.lanes_);
   const std::size_t workers = core.size();
   Dispatch mode = Dispatch::allocated;
   Timing timing = Timing::summaries;

@@ -8,15 +8,15 @@
 
 namespace ata::runtime {
 
-BatchScheduler::BatchScheduler(WorkerPool& pool, Policy& policy, const SchedulerOptions& options)
-    : pool_(pool),
+BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOptions& options)
+    : lanes_(lanes),
       policy_(policy),
       options_(options),
       engine_(std::make_unique<detail::SchedulerEngine>(options.max_in_flight())) {
-  if (policy_.workers() != pool_.size()) {
+  if (policy_.workers() != lanes_.size()) {
     throw InvalidArgument("policy '" + std::string(policy_.name()) + "' has " +
-                          std::to_string(policy_.workers()) + " workers but the pool has " +
-                          std::to_string(pool_.size()));
+                          std::to_string(policy_.workers()) + " workers but there are " +
+                          std::to_string(lanes_.size()) + " lanes");
   }
   if (options_.time_chunks() && policy_.needs_every_sample()) {
     throw InvalidArgument("time_chunks: policy '" + std::string(policy_.name()) +

@@ -283,7 +283,7 @@ TEST_CASE("bad scheduler arguments are refused", "[runtime][scheduler][errors]")
   ata::UniformPolicy three(3);
   CHECK_THROWS_MATCHES(rt::BatchScheduler(pool, three), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(
-                           ContainsSubstring("policy 'uta' has 3 workers but the pool has 2")));
+                           ContainsSubstring("policy 'uta' has 3 workers but there are 2 lanes")));
   ata::UniformPolicy two(2);
   rt::BatchScheduler scheduler(pool, two);
   CHECK_THROWS_MATCHES(scheduler.run(0, [](const rt::TaskContext&) {}), ata::InvalidArgument,
@@ -401,8 +401,8 @@ TEST_CASE("a policy whose allocation does not give B tasks to the pool's workers
   const auto [fault, message] = GENERATE(
       std::pair{Fault::one_more, "allocated 9 tasks for a batch of B = 8"},
       std::pair{Fault::one_less, "allocated 7 tasks for a batch of B = 8"},
-      std::pair{Fault::too_few_workers, "allocated tasks to 1 workers, but the pool has 2"},
-      std::pair{Fault::too_many_workers, "allocated tasks to 3 workers, but the pool has 2"},
+      std::pair{Fault::too_few_workers, "allocated tasks to 1 workers, but there are 2 lanes"},
+      std::pair{Fault::too_many_workers, "allocated tasks to 3 workers, but there are 2 lanes"},
       std::pair{Fault::wraps_around, "allocated more than 18446744073709551615 tasks"});
   CAPTURE(message);
   rt::WorkerPool pool(2);

@@ -13,7 +13,7 @@
 
 #include "ata/ata.hpp"
 #include "runtime/batch.hpp"
-#include "runtime/pool_core.hpp"
+#include "runtime/thread_lanes.hpp"
 #include "support/failing_allocator.hpp"
 #include "support/eventually.hpp"
 
@@ -68,7 +68,7 @@ struct GateTask {
 using GateBody = detail::TypedTaskBody<GateTask, void>;
 
 // One task on each worker of `core`, each waiting on the gate; returns once all run.
-std::shared_ptr<RecordingBatch> hold_every_worker(detail::PoolCore& core, GateBody& body,
+std::shared_ptr<RecordingBatch> hold_every_worker(detail::ThreadLanes& core, GateBody& body,
                                                   const std::atomic<int>& started) {
   const std::size_t n = core.size();
   auto gate = std::make_shared<RecordingBatch>(
@@ -82,7 +82,7 @@ std::shared_ptr<RecordingBatch> hold_every_worker(detail::PoolCore& core, GateBo
 
 TEST_CASE("a batch cancelled before any worker reached it completes at once, on the canceller",
           "[runtime][batch]") {
-  detail::PoolCore core(rt::PoolOptions(2));
+  detail::ThreadLanes core(rt::PoolOptions(2));
   std::counting_semaphore<> gate(0);
   std::atomic<int> started = 0;
   GateTask hold{&gate, &started};
@@ -118,7 +118,7 @@ TEST_CASE("a batch cancelled before any worker reached it completes at once, on 
 
 TEST_CASE("cancel stops a running batch, which completes when its worker leaves",
           "[runtime][batch]") {
-  detail::PoolCore core(rt::PoolOptions(1));
+  detail::ThreadLanes core(rt::PoolOptions(1));
   std::atomic<bool> started = false;
   std::atomic<int> calls = 0;
   auto until_stopped = [&](const rt::TaskContext& ctx) {
@@ -144,7 +144,7 @@ TEST_CASE("cancel stops a running batch, which completes when its worker leaves"
 }
 
 TEST_CASE("cancel after completion changes nothing", "[runtime][batch]") {
-  detail::PoolCore core(rt::PoolOptions(2));
+  detail::ThreadLanes core(rt::PoolOptions(2));
   std::atomic<int> calls = 0;
   CountingTask count{&calls};
   CountingBody body(count, 6, 2);
@@ -164,7 +164,7 @@ TEST_CASE("cancel after completion changes nothing", "[runtime][batch]") {
 
 TEST_CASE("submitting a batch allocates nothing, so it reaches every worker or none",
           "[runtime][batch][errors]") {
-  detail::PoolCore core(rt::PoolOptions(2));
+  detail::ThreadLanes core(rt::PoolOptions(2));
   std::counting_semaphore<> gate(0);
   std::atomic<int> started = 0;
   GateTask hold{&gate, &started};

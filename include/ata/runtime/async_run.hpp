@@ -41,7 +41,7 @@ class AsyncOperation final : public BatchOperation {
                  const BatchOptions& options, Handler handler)
       : BatchOperation(scheduler, batch, body_, options),
         task_(std::move(task)),
-        body_(task_, batch, scheduler.pool().size()),
+        body_(task_, batch, scheduler.lanes().size()),
         handler_(std::move(handler)),
         work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_))) {}
 

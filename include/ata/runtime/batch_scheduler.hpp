@@ -18,6 +18,7 @@
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
 #include "ata/runtime/task_context.hpp"
+#include "ata/runtime/lanes.hpp"
 #include "ata/runtime/worker_pool.hpp"
 
 namespace ata::runtime {
@@ -30,7 +31,8 @@ struct SchedulerEngine;
 template <class Task>
 using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 
-/// Runs batches on a WorkerPool, driven by any ata::Policy.
+/// Runs batches on Lanes (a WorkerPool, Asio executors, oneTBB arenas), driven by any
+/// ata::Policy.
 ///
 /// @code
 /// ata::runtime::WorkerPool pool(4);
@@ -82,10 +84,10 @@ class BatchScheduler {
   /// above) is about 240 MB. Larger batches are better split into several.
   static constexpr std::size_t kMaxBatch = std::size_t{1} << 22;
 
-  /// Borrows `pool` and `policy`, which must outlive the scheduler. Throws
-  /// ata::InvalidArgument when policy.workers() != pool.size(), or when options ask to time
+  /// Borrows `lanes` and `policy`, which must outlive the scheduler. Throws
+  /// ata::InvalidArgument when policy.workers() != lanes.size(), or when options ask to time
   /// chunks and policy.needs_every_sample().
-  BatchScheduler(WorkerPool& pool, Policy& policy, const SchedulerOptions& options = {});
+  BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOptions& options = {});
   /// Batches still in flight must have completed (their waiters returned, their handlers
   /// run) before the scheduler is destroyed.
   ~BatchScheduler();
@@ -119,7 +121,7 @@ class BatchScheduler {
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
     check_batch(batch);  // before B sizes anything
-    detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, pool_.size());
+    detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, lanes_.size());
     BatchResult<Result> result;
     std::vector<std::size_t> slot_order;
     std::shared_ptr<detail::BlockingOperation> operation;
@@ -135,7 +137,8 @@ class BatchScheduler {
 
   /// The policy driving the batches (hold policy().mutex() to use it while batches run).
   [[nodiscard]] Policy& policy() noexcept { return policy_; }
-  [[nodiscard]] WorkerPool& pool() noexcept { return pool_; }
+  /// Where the batches run.
+  [[nodiscard]] Lanes& lanes() noexcept { return lanes_; }
   /// Batches this scheduler started so far. Thread-safe.
   [[nodiscard]] std::size_t rounds() const;
   /// Batches admitted and not yet complete (at most options().max_in_flight()). Thread-safe.
@@ -148,7 +151,7 @@ class BatchScheduler {
  private:
   friend class detail::BatchOperation;
 
-  WorkerPool& pool_;
+  Lanes& lanes_;
   Policy& policy_;
   const SchedulerOptions options_;
   std::unique_ptr<detail::SchedulerEngine> engine_;

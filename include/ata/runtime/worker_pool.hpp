@@ -3,20 +3,13 @@
 /// n worker threads with a stable identity each and a queue of their own.
 
 #include <cstddef>
-#include <memory>
 
+#include "ata/runtime/lanes.hpp"
 #include "ata/runtime/pool_options.hpp"
 
 namespace ata::runtime {
 
-class WorkerPool;
-namespace detail {
-class PoolCore;
-/// The engine behind `pool`, for the runtime's front ends. Not part of the API.
-PoolCore& core_of(WorkerPool& pool) noexcept;
-}  // namespace detail
-
-/// The threads a BatchScheduler runs batches on.
+/// Lanes on threads of their own: the default place a BatchScheduler runs batches.
 ///
 /// @code
 /// ata::runtime::WorkerPool pool(4);                 // 4 threads, no slowdown
@@ -28,7 +21,7 @@ PoolCore& core_of(WorkerPool& pool) noexcept;
 /// pool.shutdown();                                  // or let the destructor do it
 /// @endcode
 ///
-/// Worker i is always the same thread, so a policy can learn its speed. Each worker owns a
+/// Worker (lane) i is always the same thread, so a policy can learn its speed. Each worker owns a
 /// FIFO queue of chunks: a chunk is one batch's whole share for that worker (its a_i tasks,
 /// or its part of a pull or greedy loop), handed over in one go. Batches submitted from
 /// several threads queue behind each other on every worker in the same order. Queuing a batch
@@ -50,7 +43,7 @@ PoolCore& core_of(WorkerPool& pool) noexcept;
 /// destructor may run inside a task (a task dropping the last owner of its pool): it then
 /// shuts down as above but does not wait for the calling worker, whose thread exits when its
 /// task returns.
-class WorkerPool {
+class WorkerPool final : public Lanes {
  public:
   /// `workers` threads without slowdown. Throws ata::InvalidArgument for 0.
   explicit WorkerPool(std::size_t workers);
@@ -58,28 +51,9 @@ class WorkerPool {
   /// may not use, and std::system_error if a thread cannot start.
   explicit WorkerPool(const PoolOptions& options);
   /// shutdown(); see the class comment for a destructor running inside a task.
-  ~WorkerPool();
+  ~WorkerPool() override;
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
-
-  /// Number of workers n.
-  [[nodiscard]] std::size_t size() const noexcept;
-  /// The configuration the pool was built with.
-  [[nodiscard]] const PoolOptions& options() const noexcept;
-  /// Chunks waiting in the workers' queues, not counting those running.
-  [[nodiscard]] std::size_t queued_chunks() const;
-  /// Whether shutdown() has started.
-  [[nodiscard]] bool is_shut_down() const noexcept;
-
-  /// Fails the batches with queued work (ShutdownError), requests stop of the running ones
-  /// (which fail with ShutdownError too), waits for the tasks still running, joins the
-  /// threads. Idempotent; concurrent calls all return once the threads are joined. Throws
-  /// ata::Error when called from one of the pool's workers, which would wait for itself.
-  void shutdown();
-
- private:
-  friend detail::PoolCore& detail::core_of(WorkerPool& pool) noexcept;
-  std::unique_ptr<detail::PoolCore> core_;
 };
 
 }  // namespace ata::runtime

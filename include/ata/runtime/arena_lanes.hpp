@@ -1,0 +1,126 @@
+#pragma once
+/// @file
+/// Lanes on oneTBB arenas: one lane per part of the machine. Header only; needs oneTBB, which
+/// the rest of the library does not.
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ata/core/error.hpp"
+#include "ata/runtime/posted_lanes.hpp"
+
+namespace ata::runtime {
+
+namespace detail {
+// The arenas ArenaLanes made, and enough TBB worker threads for every lane to run at once.
+// A base class declared before PostedLanes, so that the lanes shut down before it goes.
+struct ArenaLanesResources {
+  std::vector<std::unique_ptr<oneapi::tbb::task_arena>> owned;
+  std::unique_ptr<oneapi::tbb::global_control> threads;
+};
+}  // namespace detail
+
+/// One lane per oneTBB arena, each one part of the machine (a NUMA node, a core type, a
+/// number of threads).
+///
+/// @code
+/// // Lane 0 may use 2 threads, lane 1 one: tasks that use TBB inside run twice as wide on 0.
+/// std::vector<tbb::task_arena::constraints> parts(2);
+/// parts[0].set_max_concurrency(2);
+/// parts[1].set_max_concurrency(1);
+/// ata::runtime::ArenaLanes lanes(parts);
+/// ata::AtaAutoPolicy policy(lanes.size());
+/// ata::runtime::BatchScheduler scheduler(lanes, policy);
+/// @endcode
+///
+/// Lane i enqueues its chunks into arena i (task_arena::enqueue), one at a time; a chunk runs
+/// its tasks in a row on one of the arena's threads, and whatever TBB parallelism a task uses
+/// inside (parallel_for, task_group...) runs in the same arena, on its share of the machine.
+/// Arenas made from constraints reserve no slot for application threads, and the lanes raise
+/// TBB's thread limit (tbb::global_control, while they live) so that every lane has a worker
+/// thread: on a 2-core machine TBB would otherwise start one. Arenas you supply must outlive
+/// the lanes and should reserve no slot for masters (task_arena(concurrency, 0)): enqueued
+/// work runs on TBB's worker threads only. See PostedLanes for ordering and shutdown.
+///
+/// Thread-safety: as Lanes. Debian's oneTBB is not built for ThreadSanitizer: the lanes'
+/// own synchronisation is the posted lanes' (tested under TSan with other launchers).
+class ArenaLanes final : private detail::ArenaLanesResources, public PostedLanes {
+ public:
+  /// One lane per arena made from `parts`, without slowdown. Throws ata::InvalidArgument for
+  /// no parts.
+  explicit ArenaLanes(const std::vector<oneapi::tbb::task_arena::constraints>& parts)
+      : ArenaLanes(parts, PoolOptions(parts.empty() ? 1 : parts.size())) {}
+  /// One lane per arena made from `parts`, with the slowdowns and seed of `options` (worker
+  /// count equal to the number of parts, no CPU pinning).
+  ArenaLanes(const std::vector<oneapi::tbb::task_arena::constraints>& parts,
+             const PoolOptions& options)
+      : ArenaLanes(made(parts), options) {}
+  /// One lane per arena you supply (they must outlive the lanes), without slowdown.
+  explicit ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas)
+      : ArenaLanes(arenas, PoolOptions(arenas.empty() ? 1 : arenas.size())) {}
+  /// One lane per arena you supply, with the slowdowns and seed of `options`.
+  ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas, const PoolOptions& options)
+      : ArenaLanes(detail::ArenaLanesResources{}, arenas, options) {}
+
+ private:
+  ArenaLanes(detail::ArenaLanesResources&& resources, const PoolOptions& options)
+      : ArenaLanes(std::move(resources), pointers(resources), options) {}
+  ArenaLanes(detail::ArenaLanesResources&& resources,
+             const std::vector<oneapi::tbb::task_arena*>& arenas, const PoolOptions& options)
+      : detail::ArenaLanesResources{std::move(resources.owned), threads_for(arenas)},
+        PostedLanes(launchers(arenas), options, "oneTBB arena lane set") {}
+
+  static detail::ArenaLanesResources made(
+      const std::vector<oneapi::tbb::task_arena::constraints>& parts) {
+    if (parts.empty()) throw InvalidArgument("oneTBB arena lane set needs at least one part");
+    detail::ArenaLanesResources out;
+    out.owned.reserve(parts.size());
+    for (const auto& part : parts) {
+      out.owned.push_back(std::make_unique<oneapi::tbb::task_arena>(part, 0));
+    }
+    return out;
+  }
+  static std::vector<oneapi::tbb::task_arena*> pointers(const detail::ArenaLanesResources& r) {
+    std::vector<oneapi::tbb::task_arena*> out;
+    for (const auto& arena : r.owned) out.push_back(arena.get());
+    return out;
+  }
+  // Every lane may run a chunk at once, each on a TBB worker thread, plus the threads tasks
+  // use inside their arenas. Raised before any arena starts: an arena initialised under a
+  // lower limit asks for fewer workers, for good.
+  static std::unique_ptr<oneapi::tbb::global_control> threads_for(
+      const std::vector<oneapi::tbb::task_arena*>& arenas) {
+    std::size_t wanted = 1;  // the application thread TBB counts in its limit
+    for (auto* arena : arenas) {
+      if (arena == nullptr) continue;
+      wanted += static_cast<std::size_t>(std::max(arena->max_concurrency(), 1));
+    }
+    const auto now = oneapi::tbb::global_control::active_value(
+        oneapi::tbb::global_control::max_allowed_parallelism);
+    if (wanted <= now) return nullptr;
+    return std::make_unique<oneapi::tbb::global_control>(
+        oneapi::tbb::global_control::max_allowed_parallelism, wanted);
+  }
+  static std::vector<Launcher> launchers(const std::vector<oneapi::tbb::task_arena*>& arenas) {
+    if (arenas.empty()) throw InvalidArgument("oneTBB arena lane set needs at least one arena");
+    std::vector<Launcher> out;
+    out.reserve(arenas.size());
+    for (std::size_t i = 0; i < arenas.size(); ++i) {
+      if (arenas[i] == nullptr) {
+        throw InvalidArgument("oneTBB arena lane set: arena " + std::to_string(i) + " is null");
+      }
+      out.emplace_back(
+          [arena = arenas[i]](std::function<void()> work) { arena->enqueue(std::move(work)); });
+    }
+    return out;
+  }
+};
+
+}  // namespace ata::runtime

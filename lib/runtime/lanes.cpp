@@ -1,0 +1,61 @@
+#include "ata/runtime/lanes.hpp"
+
+#include "ata/core/error.hpp"
+
+#include <string>
+#include <utility>
+
+#include "ata/runtime/posted_lanes.hpp"
+#include "ata/runtime/worker_pool.hpp"
+#include "runtime/posted_lanes_core.hpp"
+#include "runtime/thread_lanes.hpp"
+
+namespace ata::runtime {
+
+detail::LaneSet& detail::core_of(Lanes& lanes) noexcept { return *lanes.core_; }
+
+Lanes::Lanes(std::unique_ptr<detail::LaneSet> core) : core_(std::move(core)) {}
+
+Lanes::~Lanes() = default;
+
+std::size_t Lanes::size() const noexcept { return core_->size(); }
+
+const PoolOptions& Lanes::options() const noexcept { return core_->options(); }
+
+std::size_t Lanes::queued_chunks() const { return core_->queued(); }
+
+bool Lanes::is_shut_down() const noexcept { return core_->is_shut_down(); }
+
+void Lanes::shutdown() { core_->shutdown(); }
+
+WorkerPool::WorkerPool(std::size_t workers) : WorkerPool(PoolOptions(workers)) {}
+
+WorkerPool::WorkerPool(const PoolOptions& options)
+    : Lanes(std::make_unique<detail::ThreadLanes>(options)) {}
+
+WorkerPool::~WorkerPool() = default;
+
+namespace {
+
+PoolOptions options_for(const std::vector<PostedLanes::Launcher>& launchers, const char* what) {
+  if (launchers.empty()) {
+    throw InvalidArgument(std::string(what) + " needs at least one lane, got no launcher");
+  }
+  return PoolOptions(launchers.size());
+}
+
+}  // namespace
+
+PostedLanes::PostedLanes(std::vector<Launcher> launchers)
+    : PostedLanes(launchers, options_for(launchers, "posted lane set"), "posted lane set") {}
+
+PostedLanes::PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options)
+    : PostedLanes(std::move(launchers), options, "posted lane set") {}
+
+PostedLanes::PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options,
+                         const char* what)
+    : Lanes(std::make_unique<detail::PostedLanesCore>(std::move(launchers), options, what)) {}
+
+PostedLanes::~PostedLanes() = default;
+
+}  // namespace ata::runtime
