@@ -61,7 +61,7 @@ TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
   CHECK(o.rounds == 10);  // decimal, although CLI11 alone reads a leading 0 as octal
   CHECK(o.seed == 18446744073709551615u);
   CHECK(o.json_path == "out.json");
-  CHECK(defaults.backups == "on");
+  CHECK(defaults.backups == "copies");
   CHECK(defaults.backup_threshold == 4.0);
   CHECK(defaults.backup_copies == 2);
   const auto b = sim({"--backups", "copies", "--backup-threshold", "2.5", "--backup-copies", "3"});
