@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/task_time_shape.hpp"
+
 namespace ata::detail {
 
 /// z with Phi(z) = p for 0 < p < 1: Acklam's rational approximation and one Halley step.
@@ -46,7 +48,25 @@ class RoundTimeAllocator {
                std::span<const std::size_t> caps, std::size_t batch,
                std::vector<std::size_t>& tasks, std::span<const double> backlog = {});
 
+  /// solve(), then a choice by a learned shape of the task times: among solve()'s allocation
+  /// and the same rule's allocations restricted to the u fastest candidates (by mean), for u
+  /// the number of workers chosen last time (when below solve()'s) and one neighbour of it
+  /// (alternately u - 1 and u + 1), the one of least shape.expected_max(), candidate j with
+  /// spread[j]. So the number of workers used follows, one a call, the count that the shape
+  /// says is best, where solve()'s quantile rule misjudges skewed times (the largest of m
+  /// single lognormal times is far above their common 0.5704^(1/m) quantile). Returns the
+  /// chosen allocation's solve() prediction. Requires shape.ready().
+  double solve_with_shape(std::span<const double> means, std::span<const double> cv2,
+                          std::span<const std::size_t> caps, std::span<const double> spread,
+                          std::size_t batch, std::vector<std::size_t>& tasks, TaskTimeShape& shape);
+
  private:
+  // solve(); `alone`: whether the fastest worker alone is a choice when others are available.
+  double allocate(std::span<const double> means, std::span<const double> cv2,
+                  std::span<const std::size_t> caps, std::size_t batch,
+                  std::vector<std::size_t>& tasks, std::span<const double> backlog, bool alone);
+  double restricted(std::size_t u, std::span<const double> means, std::span<const double> cv2,
+                    std::span<const std::size_t> caps, std::size_t batch);
   double pass(std::size_t batch, std::size_t m, std::vector<std::size_t>& tasks);
   double score(std::size_t m);  // balanced_max_score(m), remembered
   // Tasks candidate j runs with `a` of this batch: its backlog first.
@@ -64,6 +84,21 @@ class RoundTimeAllocator {
   std::vector<std::size_t> trial_;
   std::vector<std::size_t> unlimited_;
   std::vector<double> scores_;
+  // solve_with_shape()'s state: the workers last chosen (0: none yet), which neighbour is next,
+  // and scratch.
+  static constexpr std::size_t kCompareEvery = 4;
+  std::size_t calls_ = 0;
+  std::size_t last_used_ = 0;
+  std::size_t last_full_used_ = 0;  // workers of the last unrestricted allocation
+  bool below_next_ = true;
+  std::vector<std::size_t> order_;
+  std::vector<double> sub_means_;
+  std::vector<double> sub_cv2_;
+  std::vector<std::size_t> sub_caps_;
+  std::vector<std::size_t> sub_tasks_;
+  std::vector<std::size_t> restricted_;
+  std::vector<std::size_t> best_tasks_;
+  std::vector<TaskTimeShape::Term> terms_;
 };
 
 }  // namespace ata::detail

@@ -16,6 +16,7 @@
 
 namespace ata::detail {
 class RoundTimeAllocator;
+class TaskTimeShape;
 }
 
 namespace ata {
@@ -257,8 +258,10 @@ class AtaAutoPolicy final : public Policy {
   std::vector<double> candidate_cv2_;
   std::vector<std::size_t> candidate_caps_;
   std::vector<double> candidate_backlog_;  // load-aware rounds: each candidate's backlog
+  std::vector<double> candidate_spread_;   // sqrt(cv^2 / pooled cv^2)
   std::vector<std::size_t> candidate_tasks_;
   std::unique_ptr<detail::RoundTimeAllocator> allocator_;
+  std::unique_ptr<detail::TaskTimeShape> shape_;  // the pooled shape of the task times
   RoundRobinSpread spread_;
   std::uint64_t random_state_;  // the posterior draws' generator (SplitMix64)
 };

@@ -1,0 +1,75 @@
+#pragma once
+// ata-auto's model of the law of a worker's tasks: the shape of one task time, pooled over the
+// workers and learned without a parametric family, and the expected round time it predicts.
+// Internal to the library.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ata::detail {
+
+/// The shape of task times pooled over workers: the most recent kRatios ratios time / (the
+/// worker's mean), from which the law of a sum of a task times (a = 1..kTables) is tabulated by
+/// resampling, on kPaths common random paths (path r's sum of a + 1 times is its sum of a plus
+/// one more draw). Worker j's sum of a tasks is then modelled as mean_j a (1 + s (X_a - 1)),
+/// X_a the pooled sum of a ratios over a (mean 1) and s = spread_j: 1 for a worker shaped like
+/// the pool, sqrt(cv_j^2 / pooled cv^2) otherwise (the same quantiles, stretched about the
+/// mean); beyond kTables tasks the deviation of X_kTables shrinks by sqrt(kTables / a), as a
+/// sum's does.
+///
+/// Rebuilding the tables costs O(kTables (kPaths + kCells)); they are rebuilt at 64, 128, 256,
+/// ... ratios added, then every 8 kRatios, so that the cost per ratio stays O(1) and small.
+/// Deterministic: the resampling draws from a generator seeded at construction.
+///
+/// Not thread-safe.
+class TaskTimeShape {
+ public:
+  static constexpr std::size_t kRatios = 1024;
+  static constexpr std::size_t kTables = 32;
+  static constexpr std::size_t kPaths = 512;
+  static constexpr std::size_t kCells = 96;   // CDF grid of each table
+  static constexpr std::size_t kPanels = 48;  // of expected_max()'s integral
+
+  /// A worker's part in a round: its mean, its tasks and its spread (see the class comment).
+  struct Term {
+    double mean = 0.0;
+    std::size_t tasks = 0;
+    double spread = 1.0;
+  };
+
+  explicit TaskTimeShape(std::uint64_t seed) noexcept;
+
+  /// Adds a ratio time / (the worker's mean) >= 0; rebuilds the tables when due.
+  void add(double ratio);
+  /// True once the tables are built (64 ratios, not all 0).
+  [[nodiscard]] bool ready() const noexcept { return !low_.empty(); }
+  /// E[max_j S_j] for independent sums S_j modelled as above: the integral of
+  /// 1 - prod_j P(S_j <= t) over t, the midpoint rule on kPanels panels of the range where
+  /// that product is neither 0 nor 1, each P linear between its table's grid points. Terms with
+  /// no task are skipped; 0 if none has one. Requires ready().
+  [[nodiscard]] double expected_max(std::span<const Term> terms);
+
+ private:
+  void rebuild();
+
+  std::uint64_t state_;
+  std::vector<double> ratios_;  // a ring once full
+  std::size_t added_ = 0;
+  std::size_t next_build_;
+  // Table a (1-based) spans [low_[a-1], low_[a-1] + kCells width_[a-1]]; cdf_ holds kCells + 1
+  // values per table, P(X_a <= grid point).
+  std::vector<double> low_;
+  std::vector<double> width_;
+  std::vector<double> cdf_;
+  std::vector<double> sums_;  // scratch of rebuild()
+  struct Scaled {             // a term's grid coordinate slope * t + intercept, on its table's CDF
+    double slope;
+    double intercept;
+    const double* cdf;
+  };
+  std::vector<Scaled> scaled_;  // scratch of expected_max()
+};
+
+}  // namespace ata::detail
