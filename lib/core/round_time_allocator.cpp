@@ -188,11 +188,15 @@ double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
                                             std::span<const double> spread, std::size_t batch,
                                             std::vector<std::size_t>& tasks, TaskTimeShape& shape) {
   const std::size_t c = means.size();
-  // Candidates fastest first, ties by index.
+  // Candidates in the order the quantile rule takes them: by the level of a first task (a
+  // dispersed worker after a steady one of nearly the same mean), ties by index.
+  const double z = score(std::max<std::size_t>(last_m_, 2));
+  first_level_.resize(c);
+  for (std::size_t j = 0; j < c; ++j) first_level_[j] = level(means[j], cv2[j], 1.0, z);
   order_.resize(c);
   std::iota(order_.begin(), order_.end(), std::size_t{0});
   std::stable_sort(order_.begin(), order_.end(),
-                   [&](std::size_t x, std::size_t y) { return means[x] < means[y]; });
+                   [&](std::size_t x, std::size_t y) { return first_level_[x] < first_level_[y]; });
   const bool compare = calls_++ % kCompareEvery == 0;
   // Between comparisons: the count chosen last, over this call's fastest candidates.
   if (!compare && last_used_ > 0 && last_used_ < std::min(last_full_used_, c)) {
@@ -212,7 +216,10 @@ double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
   double predicted = full;
   std::size_t chosen = used;
   best_tasks_ = tasks;
-  for (const std::size_t u : {target, neighbour}) {
+  // The fastest worker alone too: the count that suits most skewed times is not always reached
+  // by steps of one from the others (one fast worker may beat any two, and three beat two).
+  const std::size_t alone = target == 1 || neighbour == 1 ? 0 : 1;
+  for (const std::size_t u : {target, neighbour, alone}) {
     if (u == 0) continue;
     double u_predicted = full;
     if (u >= used) {

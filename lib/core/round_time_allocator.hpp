@@ -92,6 +92,7 @@ class RoundTimeAllocator {
   std::size_t last_full_used_ = 0;  // workers of the last unrestricted allocation
   bool below_next_ = true;
   std::vector<std::size_t> order_;
+  std::vector<double> first_level_;
   std::vector<double> sub_means_;
   std::vector<double> sub_cv2_;
   std::vector<std::size_t> sub_caps_;

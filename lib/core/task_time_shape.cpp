@@ -85,9 +85,13 @@ double TaskTimeShape::expected_max(std::span<const Term> terms) {
   scaled_.clear();
   double start = 0.0;  // below it, some sum is surely still running: P(max <= t) = 0
   double end = 0.0;    // above it, every sum is surely over
+  std::size_t terms_with_tasks = 0;
+  double single_mean = 0.0;
   for (const Term& term : terms) {
     if (term.tasks == 0) continue;
+    ++terms_with_tasks;
     const auto a = static_cast<double>(term.tasks);
+    single_mean = term.mean * a;
     const std::size_t table = std::min(term.tasks, kTables);
     const double shrink = term.tasks > kTables ? std::sqrt(static_cast<double>(kTables) / a) : 1.0;
     const double total = term.mean * a;
@@ -105,6 +109,8 @@ double TaskTimeShape::expected_max(std::span<const Term> terms) {
     }
   }
   if (!(end > start)) return start;
+  // One sum: its mean, exactly (each table's mean is 1), without the grid's error.
+  if (scaled_.size() == 1 && terms_with_tasks == 1) return single_mean;
   const double step = (end - start) / kPanels;
   double outside = 0.0;  // integral of 1 - P(max <= t) over [start, end]
   for (std::size_t p = 0; p < kPanels; ++p) {
