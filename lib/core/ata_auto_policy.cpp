@@ -506,7 +506,7 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
   candidate_means_.resize(heap_.size());
   candidate_cv2_.resize(heap_.size());
   candidate_caps_.resize(heap_.size());
-  candidate_spread_.resize(heap_.size());
+  candidate_estimates_.resize(heap_.size());
   candidate_backlog_.resize(queued.empty() ? 0 : heap_.size());
   for (std::size_t j = 0; j < heap_.size(); ++j) {
     const std::size_t i = heap_[j].second;
@@ -519,7 +519,7 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
     }
     candidate_cv2_[j] = (pool_weight_[i] * pool + own_[i]) * count * per_scale2;
     candidate_caps_[j] = kRamp * workers_[i].count;
-    candidate_spread_[j] = std::sqrt(candidate_cv2_[j] / pool);
+    candidate_estimates_[j] = std::exp(centre_[i]);
   }
   return replan(tasks);
 }
@@ -530,7 +530,7 @@ double AtaAutoPolicy::replan(std::size_t tasks) {
   if (heap_.empty()) return 0.0;
   if (candidate_backlog_.empty() && shape_->ready()) {
     return allocator_->solve_with_shape(candidate_means_, candidate_cv2_, candidate_caps_,
-                                        candidate_spread_, tasks, candidate_tasks_, *shape_);
+                                        candidate_estimates_, tasks, candidate_tasks_, *shape_);
   }
   return allocator_->solve(candidate_means_, candidate_cv2_, candidate_caps_, tasks,
                            candidate_tasks_, candidate_backlog_);

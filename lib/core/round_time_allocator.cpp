@@ -185,7 +185,7 @@ double RoundTimeAllocator::restricted(std::size_t u, std::span<const double> mea
 double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
                                             std::span<const double> cv2,
                                             std::span<const std::size_t> caps,
-                                            std::span<const double> spread, std::size_t batch,
+                                            std::span<const double> estimates, std::size_t batch,
                                             std::vector<std::size_t>& tasks, TaskTimeShape& shape) {
   const std::size_t c = means.size();
   // Candidates in the order the quantile rule takes them: by the level of a first task (a
@@ -229,7 +229,7 @@ double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
     }
     terms_.clear();
     for (std::size_t j = 0; j < c; ++j) {
-      if (restricted_[j] > 0) terms_.push_back({means[j], restricted_[j], spread[j]});
+      if (restricted_[j] > 0) terms_.push_back({estimates[j], restricted_[j]});
     }
     const double e = shape.expected_max(terms_);
     if (e < best) {

@@ -91,11 +91,11 @@ double TaskTimeShape::expected_max(std::span<const Term> terms) {
     if (term.tasks == 0) continue;
     ++terms_with_tasks;
     const auto a = static_cast<double>(term.tasks);
-    single_mean = term.mean * a;
     const std::size_t table = std::min(term.tasks, kTables);
     const double shrink = term.tasks > kTables ? std::sqrt(static_cast<double>(kTables) / a) : 1.0;
     const double total = term.mean * a;
-    const double scale = total * term.spread * shrink;
+    single_mean = total;
+    const double scale = total * shrink;
     const double offset = total - scale;
     const double low = offset + scale * low_[table - 1];
     const double high = low + scale * width_[table - 1] * kCells;
@@ -108,9 +108,9 @@ double TaskTimeShape::expected_max(std::span<const Term> terms) {
                          &cdf_[(table - 1) * (kCells + 1)]});
     }
   }
-  if (!(end > start)) return start;
   // One sum: its mean, exactly (each table's mean is 1), without the grid's error.
-  if (scaled_.size() == 1 && terms_with_tasks == 1) return single_mean;
+  if (terms_with_tasks == 1) return single_mean;
+  if (!(end > start)) return start;
   const double step = (end - start) / kPanels;
   double outside = 0.0;  // integral of 1 - P(max <= t) over [start, end]
   for (std::size_t p = 0; p < kPanels; ++p) {

@@ -13,15 +13,20 @@ namespace ata::detail {
 /// The shape of task times pooled over workers: the most recent kRatios ratios time / (the
 /// worker's mean), from which the law of a sum of a task times (a = 1..kTables) is tabulated by
 /// resampling, on kPaths common random paths (path r's sum of a + 1 times is its sum of a plus
-/// one more draw). Worker j's sum of a tasks is then modelled as mean_j a (1 + s (X_a - 1)),
-/// X_a the pooled sum of a ratios over a (mean 1) and s = spread_j: 1 for a worker shaped like
-/// the pool, sqrt(cv_j^2 / pooled cv^2) otherwise (the same quantiles, stretched about the
-/// mean); beyond kTables tasks the deviation of X_kTables shrinks by sqrt(kTables / a), as a
-/// sum's does.
+/// one more draw), each table scaled to mean 1 (X_a, the sum over a). Worker j's sum of a tasks
+/// is modelled as mean_j a X_a: the workers form a scale family, as ata-auto assumes. Beyond
+/// kTables tasks the deviation of X_kTables from 1 shrinks by sqrt(kTables / a), as a sum's
+/// does.
 ///
-/// Rebuilding the tables costs O(kTables (kPaths + kCells)); they are rebuilt at 64, 128, 256,
-/// ... ratios added, then every 8 kRatios, so that the cost per ratio stays O(1) and small.
+/// Rebuilding the tables costs O(kRatios + kTables (kPaths + kCells)); they are rebuilt at 64,
+/// 128, 256, ... ratios added, then every 8 kRatios, so that the cost per ratio stays small.
 /// Deterministic: the resampling draws from a generator seeded at construction.
+///
+/// @code
+/// ata::detail::TaskTimeShape shape(/*seed=*/1);
+/// for (double r : ratios) shape.add(r);  // 64 or more
+/// double e = shape.expected_max({{/*mean=*/2.0, /*tasks=*/3}, {5.0, 1}});
+/// @endcode
 ///
 /// Not thread-safe.
 class TaskTimeShape {
@@ -32,11 +37,10 @@ class TaskTimeShape {
   static constexpr std::size_t kCells = 96;   // CDF grid of each table
   static constexpr std::size_t kPanels = 48;  // of expected_max()'s integral
 
-  /// A worker's part in a round: its mean, its tasks and its spread (see the class comment).
+  /// A worker's part in a round: the mean of one of its tasks, and its tasks.
   struct Term {
     double mean = 0.0;
     std::size_t tasks = 0;
-    double spread = 1.0;
   };
 
   explicit TaskTimeShape(std::uint64_t seed) noexcept;
@@ -47,8 +51,9 @@ class TaskTimeShape {
   [[nodiscard]] bool ready() const noexcept { return !low_.empty(); }
   /// E[max_j S_j] for independent sums S_j modelled as above: the integral of
   /// 1 - prod_j P(S_j <= t) over t, the midpoint rule on kPanels panels of the range where
-  /// that product is neither 0 nor 1, each P linear between its table's grid points. Terms with
-  /// no task are skipped; 0 if none has one. Requires ready().
+  /// that product is neither 0 nor 1, each P linear between its table's grid points; one sum
+  /// alone: its mean, exactly. Terms with no task are skipped; 0 if none has one. Cost
+  /// O(kPanels x terms). Requires ready().
   [[nodiscard]] double expected_max(std::span<const Term> terms);
 
  private:

@@ -258,7 +258,7 @@ class AtaAutoPolicy final : public Policy {
   std::vector<double> candidate_cv2_;
   std::vector<std::size_t> candidate_caps_;
   std::vector<double> candidate_backlog_;  // load-aware rounds: each candidate's backlog
-  std::vector<double> candidate_spread_;   // sqrt(cv^2 / pooled cv^2)
+  std::vector<double> candidate_estimates_;  // estimated means (the draws' centres)
   std::vector<std::size_t> candidate_tasks_;
   std::unique_ptr<detail::RoundTimeAllocator> allocator_;
   std::unique_ptr<detail::TaskTimeShape> shape_;  // the pooled shape of the task times
