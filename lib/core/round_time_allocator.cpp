@@ -199,7 +199,14 @@ double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
                    [&](std::size_t x, std::size_t y) { return first_level_[x] < first_level_[y]; });
   const bool compare = calls_++ % kCompareEvery == 0;
   // Between comparisons: the count chosen last, over this call's fastest candidates.
-  if (!compare && last_used_ > 0 && last_used_ < std::min(last_full_used_, c)) {
+  // A restriction must leave room for the batch within the caps (which the rule would
+  // otherwise ignore, and give a worker seen twice a dozen tasks).
+  const auto fits = [&](std::size_t u) {
+    std::size_t room = 0;
+    for (std::size_t q = 0; q < u && room < batch; ++q) room += std::min(caps[order_[q]], batch);
+    return room >= batch;
+  };
+  if (!compare && last_used_ > 0 && last_used_ < std::min(last_full_used_, c) && fits(last_used_)) {
     const double predicted = restricted(last_used_, means, cv2, caps, batch);
     tasks = restricted_;
     return predicted;
@@ -216,14 +223,18 @@ double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
   double predicted = full;
   std::size_t chosen = used;
   best_tasks_ = tasks;
-  // The fastest worker alone too: the count that suits most skewed times is not always reached
-  // by steps of one from the others (one fast worker may beat any two, and three beat two).
-  const std::size_t alone = target == 1 || neighbour == 1 ? 0 : 1;
-  for (const std::size_t u : {target, neighbour, alone}) {
+  // And a scout that visits every smaller count in turn, 1 (the fastest alone) included: the
+  // expected round time is not unimodal in the count (the rule's allocations jump as workers
+  // join), and steps of one stop at the first local minimum.
+  scout_ = scout_ + 1 < used ? scout_ + 1 : 1;
+  const std::size_t scout = scout_ == target || scout_ == neighbour ? 0 : scout_;
+  for (const std::size_t u : {target, neighbour, scout}) {
     if (u == 0) continue;
     double u_predicted = full;
     if (u >= used) {
       restricted_ = tasks;
+    } else if (!fits(u)) {
+      continue;
     } else {
       u_predicted = restricted(u, means, cv2, caps, batch);
     }

@@ -95,6 +95,7 @@ class RoundTimeAllocator {
   std::size_t last_used_ = 0;
   std::size_t last_full_used_ = 0;  // workers of the last unrestricted allocation
   bool below_next_ = true;
+  std::size_t scout_ = 0;  // the last count scouted
   std::vector<std::size_t> order_;
   std::vector<double> first_level_;
   std::vector<double> sub_means_;

@@ -11,20 +11,26 @@
 namespace ata::detail {
 
 /// The shape of task times pooled over workers: the most recent kRatios ratios time / (the
-/// worker's mean), from which the law of a sum of a task times (a = 1..kTables) is tabulated by
-/// resampling, on kPaths common random paths (path r's sum of a + 1 times is its sum of a plus
-/// one more draw), each table scaled to mean 1 (X_a, the sum over a). Worker j's sum of a tasks
-/// is modelled as mean_j a X_a: the workers form a scale family, as ata-auto assumes. Beyond
-/// kTables tasks the deviation of X_kTables from 1 shrinks by sqrt(kTables / a), as a sum's
-/// does.
+/// worker's mean), whose empirical law is the table of one task, and from which the law of a
+/// sum of a task times (a = 2..kTables) is tabulated by resampling, on kPaths common random
+/// paths (path r's sum of a + 1 times is its sum of a plus one more draw); each table is scaled
+/// to mean 1 (X_a, the sum over a). Worker j's sum of a tasks is modelled as mean_j a X_a: the
+/// workers form a scale family, as ata-auto assumes. Beyond kTables tasks the deviation of
+/// X_kTables from 1 shrinks by sqrt(kTables / a), as a sum's does.
 ///
-/// Rebuilding the tables costs O(kRatios + kTables (kPaths + kCells)); they are rebuilt at 64,
-/// 128, 256, ... ratios added, then every 8 kRatios, so that the cost per ratio stays small.
-/// Deterministic: the resampling draws from a generator seeded at construction.
+/// The tables are built once kRatios ratios have come (a shape from fewer misjudged the number
+/// of workers in ata-auto's first rounds: cifar, K = 1,000, seed 2: 1.036x OFTA against 0.988x),
+/// then rebuilt at 2, 4 and 8 kRatios ratios and every 8 kRatios after that. A build costs
+/// O(kRatios + kTables (kPaths + kCells)), so the cost per ratio stays small. Deterministic:
+/// the resampling draws from a generator seeded at construction.
+///
+/// How close: against direct simulation, within 3% on the paper's law and exponential times
+/// (Erlang sums, the maximum of m exponentials); on lognormal times of cv 2.9 the maximum of
+/// heavy-tailed sums is 0.89-1.01 times the true one (the tail beyond the ratios seen is lost).
 ///
 /// @code
 /// ata::detail::TaskTimeShape shape(/*seed=*/1);
-/// for (double r : ratios) shape.add(r);  // 64 or more
+/// for (double r : ratios) shape.add(r);  // kRatios or more
 /// double e = shape.expected_max({{/*mean=*/2.0, /*tasks=*/3}, {5.0, 1}});
 /// @endcode
 ///
@@ -47,7 +53,7 @@ class TaskTimeShape {
 
   /// Adds a ratio time / (the worker's mean) >= 0; rebuilds the tables when due.
   void add(double ratio);
-  /// True once the tables are built (64 ratios, not all 0).
+  /// True once the tables are built (kRatios ratios, not all 0).
   [[nodiscard]] bool ready() const noexcept { return !low_.empty(); }
   /// E[max_j S_j] for independent sums S_j modelled as above: the integral of
   /// 1 - prod_j P(S_j <= t) over t, the midpoint rule on kPanels panels of the range where
@@ -58,6 +64,7 @@ class TaskTimeShape {
 
  private:
   void rebuild();
+  void tabulate(std::span<const double> sums, std::size_t a);
 
   std::uint64_t state_;
   std::vector<double> ratios_;  // a ring once full
