@@ -69,11 +69,12 @@ namespace ata {
 ///    uses is checked against a learned shape: each time of a worker with 16 or more earlier
 ///    times, divided by its mean, enters a pool of the last 1,024 such ratios, from which the
 ///    law of a sum of a tasks is tabulated by resampling (the workers as a scale family: worker
-///    i's sum is its mean times the pool's); every 4th round the rule's allocation restricted
-///    to the u workers it takes first, for u the count chosen last, one neighbour (u - 1 and
-///    u + 1 in turn) and 1, are compared by their expected round time under that shape (the
+///    i's sum is its mean times the pool's), once 1,024 ratios have come; then, every 4th
+///    allocation, the rule's allocations restricted to the u workers it takes first, for u the
+///    count chosen last, one neighbour (u - 1 and u + 1 in turn) and a scout that visits every
+///    smaller count in turn, are compared by their expected round time under that shape (the
 ///    integral of 1 - prod_i P(S_i <= t), with the estimated means), and the best count is
-///    played until the next comparison. A worker gets at most twice as many tasks as it has
+///    played until the next comparison (not with a backlog: load-aware rounds keep the rule). A worker gets at most twice as many tasks as it has
 ///    times since its last change, so that an estimate from a few lucky times costs one
 ///    bounded round.
 /// 3. Censored times (Policy::observe_censored: a copy stopped after t because a backup
