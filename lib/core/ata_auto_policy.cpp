@@ -10,6 +10,7 @@
 #include "core/checks.hpp"
 #include "core/normal_sampler.hpp"
 #include "core/round_time_allocator.hpp"
+#include "core/task_time_shape.hpp"
 
 namespace ata {
 
@@ -66,6 +67,13 @@ constexpr double kNoProbe = -1.0;
 // probability kGumbelMeanLevel^(1/u) (see RoundTimeAllocator).
 constexpr double kGumbelMeanLevel = 0.5703760182828;
 
+// A worker's time enters the pooled shape (as time / its mean) once the mean it is divided by
+// rests on this many earlier times: with fewer, a heavy-tailed worker's mean is so uncertain
+// that the ratios would widen the shape.
+constexpr std::size_t kShapeMinSamples = 16;
+// The shape's resampling generator is the seed's, moved this far along.
+constexpr std::uint64_t kShapeStream = 0x3c6ef372fe94f82bULL;
+
 // Mixes the seed so that seeds 0, 1, 2, ... start far apart in SplitMix64's sequence.
 std::uint64_t initial_state(std::uint64_t seed) noexcept {
   std::uint64_t s = seed ^ 0x6a09e667f3bcc909ULL;
@@ -110,6 +118,7 @@ AtaAutoPolicy::AtaAutoPolicy(std::size_t workers, const Options& options)
       probe_count_(workers, 0),
       exploring_(workers, 0),
       allocator_(std::make_unique<detail::RoundTimeAllocator>()),
+      shape_(std::make_unique<detail::TaskTimeShape>(initial_state(options.seed ^ kShapeStream))),
       random_state_(initial_state(options.seed)) {
   for (std::size_t i = 0; i < workers; ++i) {
     prev_[i] = i == 0 ? workers : i - 1;
@@ -234,6 +243,12 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   if (testing) {
     const auto [centre, sd] = probe_reference_[worker];
     residual = std::clamp((log_seconds - centre) / sd, -kClip, kClip);
+  }
+  // Out of sample (the mean before this time), so that a long time is not shrunk by itself; not
+  // while the worker is under test, whose mean may be that of its old speed.
+  if (!testing && w.count >= kShapeMinSamples) {
+    const double mean = corrected_mean(w);
+    if (mean > 0.0) shape_->add(seconds / mean);
   }
   pool_remove(worker);
   add(worker, seconds, log_seconds);
@@ -491,6 +506,7 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
   candidate_means_.resize(heap_.size());
   candidate_cv2_.resize(heap_.size());
   candidate_caps_.resize(heap_.size());
+  candidate_estimates_.resize(heap_.size());
   candidate_backlog_.resize(queued.empty() ? 0 : heap_.size());
   for (std::size_t j = 0; j < heap_.size(); ++j) {
     const std::size_t i = heap_[j].second;
@@ -503,12 +519,19 @@ double AtaAutoPolicy::plan(std::size_t tasks) {
     }
     candidate_cv2_[j] = (pool_weight_[i] * pool + own_[i]) * count * per_scale2;
     candidate_caps_[j] = kRamp * workers_[i].count;
+    candidate_estimates_[j] = std::exp(centre_[i]);
   }
   return replan(tasks);
 }
 
+// With a learned shape (and no backlog: load-aware rounds keep the quantile rule), the number of
+// workers used is chosen by the shape's expected round time (RoundTimeAllocator).
 double AtaAutoPolicy::replan(std::size_t tasks) {
   if (heap_.empty()) return 0.0;
+  if (candidate_backlog_.empty() && shape_->ready()) {
+    return allocator_->solve_with_shape(candidate_means_, candidate_cv2_, candidate_caps_,
+                                        candidate_estimates_, tasks, candidate_tasks_, *shape_);
+  }
   return allocator_->solve(candidate_means_, candidate_cv2_, candidate_caps_, tasks,
                            candidate_tasks_, candidate_backlog_);
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <numeric>
 
 namespace ata::detail {
 
@@ -112,6 +113,13 @@ double RoundTimeAllocator::pass(std::size_t batch, std::size_t m, std::vector<st
 double RoundTimeAllocator::solve(std::span<const double> means, std::span<const double> cv2,
                                  std::span<const std::size_t> caps, std::size_t batch,
                                  std::vector<std::size_t>& tasks, std::span<const double> backlog) {
+  return allocate(means, cv2, caps, batch, tasks, backlog, true);
+}
+
+double RoundTimeAllocator::allocate(std::span<const double> means, std::span<const double> cv2,
+                                    std::span<const std::size_t> caps, std::size_t batch,
+                                    std::vector<std::size_t>& tasks,
+                                    std::span<const double> backlog, bool alone) {
   const std::size_t c = means.size();
   means_ = means;
   cv2_ = cv2;
@@ -120,6 +128,7 @@ double RoundTimeAllocator::solve(std::span<const double> means, std::span<const 
   for (const std::size_t cap : caps) room += std::min(cap, batch);
   unlimited_.assign(c, batch);
   caps_ = room >= batch ? caps : std::span<const std::size_t>(unlimited_);
+  const std::size_t most = std::min(batch, c);
   // The fastest worker alone, if its cap allows: the only choice with one candidate.
   double best = std::numeric_limits<double>::infinity();
   std::size_t fastest = c;
@@ -129,12 +138,11 @@ double RoundTimeAllocator::solve(std::span<const double> means, std::span<const 
       fastest = j;
     }
   }
-  if (fastest < c) {
+  if (fastest < c && (alone || most < 2)) {
     tasks.assign(c, 0);
     tasks[fastest] = batch;
     best = queued(fastest, batch) * means[fastest];
   }
-  const std::size_t most = std::min(batch, c);
   if (most < 2) return best;
   // Otherwise m is a fixed point: the number of workers used by the pass with m's score. Start
   // from the last call's m; keep the best of at most three passes.
@@ -152,6 +160,99 @@ double RoundTimeAllocator::solve(std::span<const double> means, std::span<const 
     m = used;
   }
   return best;
+}
+
+// Allocates over the u fastest candidates only (order_ must be set) into restricted_.
+double RoundTimeAllocator::restricted(std::size_t u, std::span<const double> means,
+                                      std::span<const double> cv2,
+                                      std::span<const std::size_t> caps, std::size_t batch) {
+  sub_means_.resize(u);
+  sub_cv2_.resize(u);
+  sub_caps_.resize(u);
+  for (std::size_t q = 0; q < u; ++q) {
+    sub_means_[q] = means[order_[q]];
+    sub_cv2_[q] = cv2[order_[q]];
+    sub_caps_[q] = caps[order_[q]];
+  }
+  const std::size_t saved_m = last_m_;  // a restricted solve must not move the full one's start
+  const double predicted = allocate(sub_means_, sub_cv2_, sub_caps_, batch, sub_tasks_, {}, u < 2);
+  last_m_ = saved_m;
+  restricted_.assign(means.size(), 0);
+  for (std::size_t q = 0; q < u; ++q) restricted_[order_[q]] = sub_tasks_[q];
+  return predicted;
+}
+
+double RoundTimeAllocator::solve_with_shape(std::span<const double> means,
+                                            std::span<const double> cv2,
+                                            std::span<const std::size_t> caps,
+                                            std::span<const double> estimates, std::size_t batch,
+                                            std::vector<std::size_t>& tasks, TaskTimeShape& shape) {
+  const std::size_t c = means.size();
+  // Candidates in the order the quantile rule takes them: by the level of a first task (a
+  // dispersed worker after a steady one of nearly the same mean), ties by index.
+  const double z = score(std::max<std::size_t>(last_m_, 2));
+  first_level_.resize(c);
+  for (std::size_t j = 0; j < c; ++j) first_level_[j] = level(means[j], cv2[j], 1.0, z);
+  order_.resize(c);
+  std::iota(order_.begin(), order_.end(), std::size_t{0});
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](std::size_t x, std::size_t y) { return first_level_[x] < first_level_[y]; });
+  const bool compare = calls_++ % kCompareEvery == 0;
+  // Between comparisons: the count chosen last, over this call's fastest candidates.
+  // A restriction must leave room for the batch within the caps (which the rule would
+  // otherwise ignore, and give a worker seen twice a dozen tasks).
+  const auto fits = [&](std::size_t u) {
+    std::size_t room = 0;
+    for (std::size_t q = 0; q < u && room < batch; ++q) room += std::min(caps[order_[q]], batch);
+    return room >= batch;
+  };
+  if (!compare && last_used_ > 0 && last_used_ < std::min(last_full_used_, c) && fits(last_used_)) {
+    const double predicted = restricted(last_used_, means, cv2, caps, batch);
+    tasks = restricted_;
+    return predicted;
+  }
+  const double full = allocate(means, cv2, caps, batch, tasks, {}, false);
+  const std::size_t used = static_cast<std::size_t>(
+      std::count_if(tasks.begin(), tasks.end(), [](std::size_t a) { return a > 0; }));
+  last_full_used_ = used;
+  if (used < 2 || !compare) return full;
+  const std::size_t target = last_used_ == 0 ? used : std::min(last_used_, used);
+  const std::size_t neighbour = below_next_ ? target - 1 : target + 1;
+  below_next_ = !below_next_;
+  double best = std::numeric_limits<double>::infinity();
+  double predicted = full;
+  std::size_t chosen = used;
+  best_tasks_ = tasks;
+  // And a scout that visits every smaller count in turn, 1 (the fastest alone) included: the
+  // expected round time is not unimodal in the count (the rule's allocations jump as workers
+  // join), and steps of one stop at the first local minimum.
+  scout_ = scout_ + 1 < used ? scout_ + 1 : 1;
+  const std::size_t scout = scout_ == target || scout_ == neighbour ? 0 : scout_;
+  for (const std::size_t u : {target, neighbour, scout}) {
+    if (u == 0) continue;
+    double u_predicted = full;
+    if (u >= used) {
+      restricted_ = tasks;
+    } else if (!fits(u)) {
+      continue;
+    } else {
+      u_predicted = restricted(u, means, cv2, caps, batch);
+    }
+    terms_.clear();
+    for (std::size_t j = 0; j < c; ++j) {
+      if (restricted_[j] > 0) terms_.push_back({estimates[j], restricted_[j]});
+    }
+    const double e = shape.expected_max(terms_);
+    if (e < best) {
+      best = e;
+      best_tasks_ = restricted_;
+      predicted = u_predicted;
+      chosen = std::min(u, used);
+    }
+  }
+  tasks = best_tasks_;
+  last_used_ = chosen;
+  return predicted;
 }
 
 }  // namespace ata::detail

@@ -11,6 +11,7 @@
 
 #include "ata/ata.hpp"
 #include "core/round_time_allocator.hpp"
+#include "core/task_time_shape.hpp"
 
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
@@ -79,6 +80,25 @@ ata::Allocation known_law_allocation(const std::vector<double>& means, double cv
   const std::vector<std::size_t> caps(means.size(), batch);
   std::vector<std::size_t> tasks;
   (void)allocator.solve(means, cv2, caps, batch, tasks);
+  return ata::Allocation(tasks);
+}
+
+// The allocation ata-auto aims at on times drawn by `ratio` (mean 1) times each mean: the
+// quantile rule's allocations, with the count of workers chosen by the pooled shape of those
+// times (RoundTimeAllocator::solve_with_shape), with the true means.
+ata::Allocation known_shape_allocation(const std::vector<double>& means, double cv,
+                                       const std::function<double(std::mt19937_64&)>& ratio,
+                                       std::size_t batch) {
+  ata::detail::TaskTimeShape shape(1);
+  std::mt19937_64 rng(1);
+  for (int k = 0; k < 5000; ++k) shape.add(ratio(rng));
+  ata::detail::RoundTimeAllocator allocator;
+  const std::vector<double> cv2(means.size(), cv * cv);
+  const std::vector<std::size_t> caps(means.size(), batch);
+  std::vector<std::size_t> tasks;
+  for (int call = 0; call < 200; ++call) {
+    (void)allocator.solve_with_shape(means, cv2, caps, means, batch, tasks, shape);
+  }
   return ata::Allocation(tasks);
 }
 
@@ -178,9 +198,13 @@ TEST_CASE("ata-auto's allocations are reproduced by its seed", "[core][policy][a
 
 TEST_CASE("ata-auto converges to the allocation of the true laws on a stable cluster",
           "[core][policy][ata-auto][convergence]") {
-  // Measured over seeds 1-40: every round without an exploratory task plays the target in the
-  // last 1,000 of 6,000; 42-137 of those rounds explore (the budget probes worker 4).
+  // Measured over seeds 1-40: at least 91.7% of the rounds without an exploratory task play
+  // the target in the last 1,000 of 6,000 (the others play 6 3 1 0 0, 2.4% slower in
+  // expectation: the shape's comparison of 3 and 4 workers, every 4th round, is a close call);
+  // 42-137 of those rounds explore (the budget probes worker 4).
   const ata::Allocation target = known_law_allocation(kMeans, 0.5, 10);
+  CHECK(known_shape_allocation(
+            kMeans, 0.5, [](auto& rng) { return paper_time(1.0, rng); }, 10) == target);
   for (const std::uint64_t seed : {1u, 2u, 3u}) {
     ata::AtaAutoPolicy policy(kMeans.size(), Options{}.set_seed(seed));
     const auto tail = count_tail(
@@ -188,7 +212,7 @@ TEST_CASE("ata-auto converges to the allocation of the true laws on a stable clu
         [](std::size_t i, std::size_t, auto& rng) { return paper_time(kMeans[i], rng); }, seed);
     INFO("seed " << seed);
     CHECK(tail.exploiting >= 800);
-    CHECK(tail.matches >= tail.exploiting - 10);
+    CHECK(static_cast<double>(tail.matches) >= 0.9 * static_cast<double>(tail.exploiting));
     CHECK(policy.changes_detected() <= 1);
     CHECK(policy.pooled_cv() == Approx(0.5).epsilon(0.05));  // the law's cv, learned
     CHECK(policy.estimated_mean(0) == Approx(kMeans[0]).epsilon(0.02));
@@ -198,9 +222,14 @@ TEST_CASE("ata-auto converges to the allocation of the true laws on a stable clu
 TEST_CASE("ata-auto needs no parameter of the time distributions",
           "[core][policy][ata-auto][convergence]") {
   // The same learner, the same defaults, on times 10^6 times longer and of another shape
-  // (gamma, cv 0.71 instead of 0.5): the allocation depends on ratios of means only.
+  // (gamma, cv 0.71 instead of 0.5): the allocation depends on ratios of means only. The shape
+  // of these times makes 3 workers (6 3 1 0 0, EOFTA's allocation) beat the quantile rule's 4
+  // (5 3 1 1 0): 6.83e6 against 6.95e6 in expectation.
   const std::vector<double> big{1e6, 1.7e6, 2.9e6, 4.3e6, 7.1e6};
-  const ata::Allocation target = known_law_allocation(big, std::sqrt(0.5), 10);
+  const ata::Allocation target = known_shape_allocation(
+      big, std::sqrt(0.5), [](auto& rng) { return std::gamma_distribution<double>(2.0, 0.5)(rng); },
+      10);
+  CHECK(target == ata::Allocation({6, 3, 1, 0, 0}));
   ata::AtaAutoPolicy policy(big.size(), Options{}.set_seed(5));
   const auto tail = count_tail(
       policy, 10, 8000, 1000, target,

@@ -16,6 +16,7 @@
 
 namespace ata::detail {
 class RoundTimeAllocator;
+class TaskTimeShape;
 }
 
 namespace ata {
@@ -63,7 +64,17 @@ namespace ata {
 ///    its cv, and the round time to be the largest of the sums' quantiles of probability
 ///    0.5704^(1/m), m the workers used (the maximum of m balanced times). So a slow worker
 ///    whose single task would often be the round's last gets none, where the proxy
-///    max_i a_i mu_i would give it one. A worker gets at most twice as many tasks as it has
+///    max_i a_i mu_i would give it one. That quantile rule misjudges skewed times (the largest
+///    of m single lognormal times is far above their common quantile), so how many workers it
+///    uses is checked against a learned shape: each time of a worker with 16 or more earlier
+///    times, divided by its mean, enters a pool of the last 1,024 such ratios, from which the
+///    law of a sum of a tasks is tabulated by resampling (the workers as a scale family: worker
+///    i's sum is its mean times the pool's), once 1,024 ratios have come; then, every 4th
+///    allocation, the rule's allocations restricted to the u workers it takes first, for u the
+///    count chosen last, one neighbour (u - 1 and u + 1 in turn) and a scout that visits every
+///    smaller count in turn, are compared by their expected round time under that shape (the
+///    integral of 1 - prod_i P(S_i <= t), with the estimated means), and the best count is
+///    played until the next comparison (not with a backlog: load-aware rounds keep the rule). A worker gets at most twice as many tasks as it has
 ///    times since its last change, so that an estimate from a few lucky times costs one
 ///    bounded round.
 /// 3. Censored times (Policy::observe_censored: a copy stopped after t because a backup
@@ -90,11 +101,12 @@ namespace ata {
 ///
 /// Where it may fail:
 /// - very different shapes across workers: a worker much more dispersed than the pool whose
-///   first samples are unlucky looks slow with too much confidence and is retried late;
-/// - heavy tails (Pareto, outages, lognormal): the mean converges slowly, and sums far more
-///   skewed than gamma ones make the round time underestimated, so slow dispersed workers keep
-///   tasks that EOFTA would drop; the change test clips log-times at 3 standard deviations, so
-///   rare huge times do not trigger it;
+///   first samples are unlucky looks slow with too much confidence and is retried late, and the
+///   pooled shape judges every worker's sums alike;
+/// - heavy tails (Pareto, outages, lognormal): the mean converges slowly; the pooled shape
+///   chooses how many workers to use, not which tasks go where, so the allocation stays a few
+///   % from EOFTA's (lognormal times of cv 3: about 1.08x); the change test clips log-times at
+///   3 standard deviations, so rare huge times do not trigger it;
 /// - exploration assumes no order of the workers, and is budgeted: with many workers and a
 ///   short horizon (n / B large, K small) only the workers its rules reach are tried, in index
 ///   order, and the fast workers of a large cluster may be found late;
@@ -102,8 +114,10 @@ namespace ata {
 ///
 /// Random draws come from Options::seed only: the same seed and the same observations give the
 /// same allocations, bit for bit. Cost per round: O(n) for the draws (a worker far above the
-/// candidates costs one uniform) and O(B log B) for the allocation on the B best candidates; per
-/// observation O(1) (the change test reads at most 16 stored times). Measured in
+/// candidates costs one uniform) and O(B log B) for the allocation on the B best candidates,
+/// plus, every 4th round, two or three expected round times under the shape (O(48 m), m workers
+/// used); per observation O(1) (the change test reads at most 16 stored times), plus a rebuild
+/// of the shape's tables every 8,192 ratios (O(32 x 512)). Measured in
 /// docs/beyond-the-paper.md.
 ///
 /// Not thread-safe (see Policy).
@@ -257,8 +271,10 @@ class AtaAutoPolicy final : public Policy {
   std::vector<double> candidate_cv2_;
   std::vector<std::size_t> candidate_caps_;
   std::vector<double> candidate_backlog_;  // load-aware rounds: each candidate's backlog
+  std::vector<double> candidate_estimates_;  // estimated means (the draws' centres)
   std::vector<std::size_t> candidate_tasks_;
   std::unique_ptr<detail::RoundTimeAllocator> allocator_;
+  std::unique_ptr<detail::TaskTimeShape> shape_;  // the pooled shape of the task times
   RoundRobinSpread spread_;
   std::uint64_t random_state_;  // the posterior draws' generator (SplitMix64)
 };
