@@ -121,15 +121,17 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   if (calibrates(o)) {
     const std::size_t per_worker =
         o.calibration_tasks != 0 ? o.calibration_tasks : kDefaultCalibrationTasks;
+    // Said before it runs: the pass takes a while.
+    const std::size_t n = config.scenario.workers();
+    const std::string who =
+        n == 1 ? "the worker alone" : "all " + std::to_string(n) + " workers at once";
+    std::printf("  calibrating: %s, %zu tasks each (the training's, at x0, seed %llu); ",
+                who.c_str(), per_worker, static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
     calibrated = calibrate_means(*problem, config, per_worker);
     std::string means;
     for (const double m : calibrated) means += (means.empty() ? "" : " ") + microseconds(m);
-    std::printf(
-        "  calibrating: all %zu workers at once, %zu tasks each (the training's, at x0, seed "
-        "%llu); "
-        "measured means (us): %s\n",
-        calibrated.size(), per_worker, static_cast<unsigned long long>(o.seed), means.c_str());
-    std::fflush(stdout);
+    std::printf("measured means (us): %s\n", means.c_str());
     config.means = calibrated;
     if (!(o.alpha > 0.0))
       config.policy.alpha = *std::max_element(calibrated.begin(), calibrated.end());
