@@ -1,5 +1,8 @@
+#include <sched.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <string>
 
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
@@ -91,14 +94,24 @@ TEST_CASE("diverging training stops with a clear error, not nan", "[apps][traini
 
 namespace {
 
-// Two workers without simulated delay, both on CPU 0, the second doing each task 8 times.
+// The first CPU this process may use.
+unsigned usable_cpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  unsigned cpu = 0;
+  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+  return cpu;
+}
+
+// Two workers without simulated delay, both on one CPU, the second doing each task 8 times.
 ata::ml::TrainingConfig machine_speeds(ata::ml::LaneKind lanes) {
   auto config = small_cluster(ata::ml::Method::sgd);
   config.scenario = ata::sim::Scenario(
       "none", std::vector<ata::sim::TimeModel>(2, ata::sim::TimeModel::constant(0.0)));
   config.simulated_delays = false;
   config.lanes = lanes;
-  config.cpus = {0, 0};
+  config.cpus = {usable_cpu(), usable_cpu()};
   config.work_factors = {1, 8};
   return config;
 }
@@ -143,7 +156,7 @@ TEST_CASE("lanes refuse lists of the wrong length and work factors on delays",
           "[apps][training][lanes][errors]") {
   const ata::ml::QuadraticProblem quadratic(4, 1e-3);
   auto config = machine_speeds(ata::ml::LaneKind::asio);
-  config.cpus = {0, 0, 0};
+  config.cpus = {usable_cpu(), usable_cpu(), usable_cpu()};
   REQUIRE_THROWS_WITH(ata::ml::train(quadratic, config, "uta"),
                       ContainsSubstring("CPUs: 3 values for 2 workers; give one per worker"));
   config = machine_speeds(ata::ml::LaneKind::tbb);
@@ -155,7 +168,7 @@ TEST_CASE("lanes refuse lists of the wrong length and work factors on delays",
   REQUIRE_THROWS_WITH(ata::ml::train(quadratic, config, "uta"),
                       ContainsSubstring("work factors need workers without simulated delays"));
   config = machine_speeds(ata::ml::LaneKind::threads);
-  config.cpus = {0, 1023};
+  config.cpus = {usable_cpu(), 1023};
   REQUIRE_THROWS_WITH(
       ata::ml::train(quadratic, config, "uta"),
       ContainsSubstring("worker 1 is pinned to CPU 1023, which this process may not use"));
@@ -166,8 +179,9 @@ TEST_CASE("lanes refuse lists of the wrong length and work factors on delays",
 
 TEST_CASE("the lanes say what they are", "[apps][training][lanes]") {
   const auto config = machine_speeds(ata::ml::LaneKind::asio);
-  CHECK(ata::ml::describe_lanes(config) ==
-        "2 Asio io_contexts, a thread each, pinned to CPUs 0,0; work factors 1,8");
+  const std::string cpu = std::to_string(usable_cpu());
+  CHECK(ata::ml::describe_lanes(config) == "2 Asio io_contexts, a thread each, pinned to CPUs " +
+                                               cpu + "," + cpu + "; work factors 1,8");
   CHECK(ata::ml::describe_lanes(machine_speeds(ata::ml::LaneKind::tbb))
             .starts_with("2 oneTBB arenas"));
 }
