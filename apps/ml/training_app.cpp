@@ -73,7 +73,9 @@ void print_means(const Options& o, const std::vector<double>& calibrated,
                                  o.cpus.empty() ? "-" : std::to_string(o.cpus[i]),
                                  o.work_factors.empty() ? "1" : std::to_string(o.work_factors[i]),
                                  microseconds(calibrated[i])};
-    for (const auto& r : runs) row.push_back(microseconds(r.learned_means[i]));
+    for (const auto& r : runs) {  // a trainer may not report what its policy learned
+      row.push_back(i < r.learned_means.size() ? microseconds(r.learned_means[i]) : "-");
+    }
     table.add_row(std::move(row));
   }
   std::printf(
@@ -133,8 +135,9 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     for (const double m : calibrated) means += (means.empty() ? "" : " ") + microseconds(m);
     std::printf("measured means (us): %s\n", means.c_str());
     config.means = calibrated;
-    if (!(o.alpha > 0.0))
+    if (!(o.alpha > 0.0)) {
       config.policy.alpha = *std::max_element(calibrated.begin(), calibrated.end());
+    }
   }
 
   std::vector<TrainingRun> runs;
