@@ -3,9 +3,12 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
+#include "ata/runtime/batch_scheduler.hpp"
 #include "problems.hpp"
 #include "training.hpp"
 #include "training_lanes.hpp"
@@ -94,15 +97,20 @@ TEST_CASE("diverging training stops with a clear error, not nan", "[apps][traini
 
 namespace {
 
-// The first CPU this process may use.
-unsigned usable_cpu() {
+// The CPUs this process may use.
+std::vector<unsigned> usable_cpus() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  unsigned cpu = 0;
-  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
-  return cpu;
+  std::vector<unsigned> out;
+  for (unsigned cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) out.push_back(cpu);
+  }
+  REQUIRE_FALSE(out.empty());
+  return out;
 }
+
+unsigned usable_cpu() { return usable_cpus().front(); }
 
 // Two workers without simulated delay, both on one CPU, the second doing each task 8 times.
 ata::ml::TrainingConfig machine_speeds(ata::ml::LaneKind lanes) {
@@ -149,6 +157,30 @@ TEST_CASE("calibration measures the work factors on every lane kind", "[apps][tr
     REQUIRE(means.size() == 2);
     CHECK(means[0] > 0.0);
     CHECK(means[1] > 2.0 * means[0]);  // 8 times the work; generous for a shared machine
+  }
+}
+
+TEST_CASE("every lane kind runs each worker's tasks on its CPU", "[apps][training][lanes]") {
+  // The last usable CPU for worker 0, the first for worker 1: on a machine with two or more,
+  // neither is every CPU, so an unpinned thread would be caught.
+  const auto cpus = usable_cpus();
+  for (const auto kind :
+       {ata::ml::LaneKind::threads, ata::ml::LaneKind::asio, ata::ml::LaneKind::tbb}) {
+    INFO(ata::ml::lane_kind_name(kind));
+    auto config = machine_speeds(kind);
+    config.cpus = {cpus.back(), cpus.front()};
+    ata::ml::TrainingLanes lanes(config);
+    const auto uniform = ata::make_policy("uta", 2);
+    ata::runtime::BatchScheduler scheduler(lanes.lanes(), *uniform);
+    for (int round = 0; round < 5; ++round) {
+      const auto [where, report] = scheduler.run(8, [](const ata::runtime::TaskContext& ctx) {
+        return std::pair{ctx.worker(), sched_getcpu()};
+      });
+      for (const auto& [worker, cpu] : where) {
+        CHECK(cpu == static_cast<int>(config.cpus[worker]));
+      }
+    }
+    lanes.check_pinned();
   }
 }
 
