@@ -133,7 +133,9 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
                  "simulator preset or JSON scenario file: the workers' slowdowns; none: no "
                  "simulated delay (the default with --cpus or --work-factors)")
       ->check(apps::kNonEmpty);
-  app.add_option("--workers", o.workers, "threads (workers) for a preset (default 51)")
+  app.add_option(
+         "--workers", o.workers,
+         "workers of a preset or of none (default 51, or one per --cpus or --work-factors value)")
       ->transform(apps::whole_number(1, kMaxTrainingWorkers));
   app.add_option("--unit-us", o.unit_us, "microseconds per model unit of delay")
       ->check(apps::number_in(kMinUnitUs, true, kMaxUnitUs, true));
@@ -191,6 +193,7 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV")->check(apps::kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(apps::kNonEmpty);
   command_line.help = apps::parse_arguments(app, argc, argv);
+  if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);
   o.lanes = lanes == "asio" ? LaneKind::asio : lanes == "tbb" ? LaneKind::tbb : LaneKind::threads;
   o.cpus = numbers_of<unsigned>(cpus);
