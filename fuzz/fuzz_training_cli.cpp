@@ -6,7 +6,8 @@
 // exception, a crash, undefined behaviour, printing anything or touching a file is a finding.
 // A command line that parses must respect every flag's documented limit, name a problem the
 // method has (no quadratic for ata-prox, no --data with it), and its strategies must be known
-// names, each once, with the yardsticks OFTA and GTA among them.
+// names, each once, with the yardsticks OFTA and GTA among them; --cpus and --work-factors give
+// one value in range per worker.
 
 #include <algorithm>
 #include <cmath>
@@ -70,6 +71,20 @@ void check(const std::vector<std::string>& arguments, ata::ml::Method method) {
   check_limit("--alpha", o.alpha, 0.0, std::numeric_limits<double>::max());
   check_limit("--noise", o.noise, 0.0, std::numeric_limits<double>::max());
   check_strategies(o.strategies, {}, {"ofta", "gta"});
+  // Lanes: one value per worker (a scenario file counts them later), in range; work factors
+  // only without simulated delays.
+  for (const auto length : {o.cpus.size(), o.work_factors.size()}) {
+    if (length != 0 && o.workers != 0 && length != o.workers)
+      finding("a list is not --workers long");
+  }
+  for (const auto cpu : o.cpus) check_limit("--cpus", static_cast<double>(cpu), 0, 1023);
+  for (const auto factor : o.work_factors) {
+    check_limit("--work-factors", static_cast<double>(factor), 1,
+                static_cast<double>(kMaxWorkFactor));
+  }
+  if (!o.work_factors.empty() && o.scenario != kNoScenario) finding("work factors on delays");
+  check_limit("--calibration-tasks", static_cast<double>(o.calibration_tasks), 0,
+              static_cast<double>(kMaxCalibrationTasks));
 }
 
 }  // namespace

@@ -41,6 +41,12 @@ std::optional<ml::TrainingOptions> options(int argc, char** argv) {
                            std::to_string(ranks) + " worker ranks (-n " +
                            std::to_string(ranks + 1) + "); leave --workers out");
   }
+  if (o.lanes != ml::LaneKind::threads || !o.cpus.empty() || !o.work_factors.empty() ||
+      o.scenario == ml::kNoScenario || o.calibration_tasks != 0) {
+    throw apps::UsageError(
+        "--lanes, --cpus, --work-factors, --calibration-tasks and --scenario none do not apply "
+        "to MPI ranks: each rank is one worker, slowed by the scenario");
+  }
   o.workers = ranks;
   std::erase(o.strategies, std::string("pull"));
   return o;

@@ -2,20 +2,56 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
-#include <system_error>
+#include <mutex>
+#include <span>
+#include <vector>
 
 #include "app_support.hpp"
+#include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
-#include "ata/runtime/pool_options.hpp"
-#include "ata/runtime/worker_pool.hpp"
+#include "training_lanes.hpp"
 
 namespace ata::ml {
 
 namespace {
 
 double seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double>(t).count(); }
+
+void check_settings(const Problem& problem, const TrainingConfig& config) {
+  if (config.batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
+  if (config.max_rounds < 1) throw InvalidArgument("rounds must be >= 1, got 0");
+  if (!(config.step > 0.0) || !std::isfinite(config.step))
+    throw InvalidArgument("step size must be finite and > 0");
+  if (!(config.target_gap > 0.0 && config.target_gap < 1.0)) {
+    throw InvalidArgument("target gap must be in (0, 1), got " + std::to_string(config.target_gap));
+  }
+  if (config.method == Method::prox && !problem.has_prox()) {
+    throw InvalidArgument("problem '" + problem.describe() + "' has no stochastic prox");
+  }
+}
+
+// One task of the training: a stochastic gradient or prox at x, its sample drawn from rng.
+std::vector<double> training_task(const Problem& problem, const TrainingConfig& config,
+                                  std::span<const double> x, sim::Rng& rng) {
+  std::vector<double> out(problem.dim());
+  if (config.method == Method::sgd) {
+    problem.stochastic_gradient(x, rng, out);
+  } else {
+    problem.stochastic_prox(x, config.step, rng, out);
+  }
+  return out;
+}
+
+// What the policy believes each worker's mean task time is, after its run.
+std::vector<double> learned_means(const Policy& policy) {
+  std::vector<double> out(policy.workers());
+  const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(&policy);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = automatic != nullptr ? automatic->estimated_mean(i) : policy.stats(i).mean();
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -25,30 +61,13 @@ std::vector<double> true_means_seconds(const TrainingConfig& config) {
 
 TrainingRun train(const Problem& problem, const TrainingConfig& config, std::string_view strategy,
                   const std::function<void(std::size_t)>& progress) {
-  if (config.batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
-  if (config.max_rounds < 1) throw InvalidArgument("rounds must be >= 1, got 0");
-  if (!(config.step > 0.0) || !std::isfinite(config.step)) throw InvalidArgument("step size must be finite and > 0");
-  if (!(config.target_gap > 0.0 && config.target_gap < 1.0)) {
-    throw InvalidArgument("target gap must be in (0, 1), got " + std::to_string(config.target_gap));
-  }
-  if (config.method == Method::prox && !problem.has_prox()) {
-    throw InvalidArgument("problem '" + problem.describe() + "' has no stochastic prox");
-  }
+  check_settings(problem, config);
   PolicyOptions options = config.policy;
-  options.means = true_means_seconds(config);
+  options.means = config.means.empty() ? true_means_seconds(config) : config.means;
   options.seed = config.seed;
   const auto policy = make_policy(strategy, config.scenario.workers(), options);
-  auto pool_options = runtime::PoolOptions::from_scenario(
-      config.scenario, config.unit, config.burn ? runtime::Slowdown::Kind::burn : runtime::Slowdown::Kind::sleep);
-  pool_options.set_seed(config.seed);
-  std::optional<runtime::WorkerPool> pool;
-  try {
-    pool.emplace(pool_options);
-  } catch (const std::system_error& e) {  // the system's limit on threads, or on memory for stacks
-    throw Error("cannot start " + std::to_string(config.scenario.workers()) +
-                " worker threads: " + e.code().message() + " (use fewer workers)");
-  }
-  runtime::BatchScheduler scheduler(*pool, *policy);
+  TrainingLanes lanes(config);
+  runtime::BatchScheduler scheduler(lanes.lanes(), *policy);
 
   TrainingRun run;
   run.name = std::string(strategy);
@@ -66,13 +85,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
     const std::uint64_t round_seed = config.seed + k;
     auto [results, report] = scheduler.run(config.batch, [&](const runtime::TaskContext& ctx) {
       sim::Rng rng(round_seed, ctx.task());
-      std::vector<double> out(d);
-      if (config.method == Method::sgd) {
-        problem.stochastic_gradient(x, rng, out);
-      } else {
-        problem.stochastic_prox(x, config.step, rng, out);
-      }
-      return out;
+      return training_task(problem, config, x, rng);
     });
     std::fill(mean.begin(), mean.end(), 0.0);
     for (const auto& r : results) {
@@ -99,8 +112,42 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
       break;
     }
   }
+  lanes.check_pinned();
   run.overhead_share = run.wall_seconds > 0.0 ? overhead / run.wall_seconds : 0.0;
+  {
+    std::lock_guard lock(policy->mutex());
+    run.learned_means = learned_means(*policy);
+  }
   return run;
+}
+
+std::vector<double> calibrate_means(const Problem& problem, const TrainingConfig& config,
+                                    std::size_t tasks_per_worker) {
+  if (tasks_per_worker == 0) {
+    throw InvalidArgument("calibration needs at least 1 task per worker, got 0");
+  }
+  check_settings(problem, config);
+  const std::size_t n = config.scenario.workers();
+  // UTA spreads a batch of n * r tasks as r per worker; batches stay within kMaxBatch.
+  const auto uniform = make_policy("uta", n);
+  TrainingLanes lanes(config);
+  runtime::BatchScheduler scheduler(lanes.lanes(), *uniform);
+  const std::vector<double> x = problem.initial_point();
+  const std::size_t per_batch = std::max<std::size_t>(1, runtime::BatchScheduler::kMaxBatch / n);
+  for (std::size_t done = 0; done < tasks_per_worker;) {
+    const std::size_t r = std::min(per_batch, tasks_per_worker - done);
+    const std::size_t first = done * n;
+    scheduler.run(r * n, [&](const runtime::TaskContext& ctx) {
+      sim::Rng rng(config.seed, first + ctx.task());
+      (void)training_task(problem, config, x, rng);
+    });
+    done += r;
+  }
+  lanes.check_pinned();
+  std::vector<double> means(n);
+  std::lock_guard lock(uniform->mutex());
+  for (std::size_t i = 0; i < n; ++i) means[i] = uniform->stats(i).mean();
+  return means;
 }
 
 }  // namespace ata::ml

@@ -1,6 +1,7 @@
 #pragma once
 // Minibatch training on real threads: every round, B tasks (stochastic gradients or proxes at
-// the current point) run on a WorkerPool under one strategy, and the step averages them.
+// the current point) run on lanes (a WorkerPool, Asio io_contexts or oneTBB arenas) under one
+// strategy, and the step averages them.
 
 #include <chrono>
 #include <cstddef>
@@ -16,6 +17,16 @@
 
 namespace ata::ml {
 
+/// Where the workers run (--lanes): each kind is an ata::runtime::Lanes.
+enum class LaneKind {
+  threads,  ///< a WorkerPool: a thread per worker
+  asio,     ///< AsioLanes: an io_context per worker, run by a thread of its own
+  tbb,      ///< ArenaLanes: a oneTBB task_arena of concurrency 1 per worker
+};
+
+/// "threads", "asio", "tbb".
+[[nodiscard]] const char* lane_kind_name(LaneKind kind) noexcept;
+
 enum class Method {
   sgd,   ///< x <- x - step * mean of B stochastic gradients
   prox,  ///< x <- mean of B stochastic proxes prox_{step f_j}(x)
@@ -25,14 +36,22 @@ struct TrainingConfig {
   Method method = Method::sgd;
   sim::Scenario scenario = sim::make_preset("sqrt", 17);
   std::chrono::nanoseconds unit = std::chrono::microseconds(20);  ///< one model unit of delay
-  bool burn = false;          ///< spin instead of sleeping the delays
+  bool burn = false;  ///< spin instead of sleeping the delays
   std::size_t batch = 23;
   std::size_t max_rounds = 2000;
   double step = 0.5;
   /// Stop once f(x) - f* <= target_gap * (f(x0) - f*).
   double target_gap = 0.05;
   std::uint64_t seed = 1;
-  PolicyOptions policy;  ///< alpha (seconds), eta; OFTA's means are set from the scenario
+  PolicyOptions policy;  ///< alpha (seconds), eta; OFTA's means are set from `means`
+  LaneKind lanes = LaneKind::threads;
+  /// False (--scenario none): the scenario only counts the workers, which run their tasks
+  /// without simulated delay, as fast as the machine lets them.
+  bool simulated_delays = true;
+  std::vector<unsigned> cpus;             ///< worker i pinned to CPU cpus[i]; empty: unpinned
+  std::vector<std::size_t> work_factors;  ///< worker i runs each task this many times; empty: 1
+  /// OFTA's mean task time of each worker in seconds (a calibration's); empty: the scenario's.
+  std::vector<double> means;
 };
 
 struct TrainingPoint {
@@ -49,19 +68,35 @@ struct TrainingRun {
   double wall_seconds = 0.0;
   double worker_seconds = 0.0;
   double final_gap = 0.0;
-  double overhead_share = 0.0;  ///< scheduler overhead / wall, over the run
+  double overhead_share = 0.0;       ///< scheduler overhead / wall, over the run
   std::vector<TrainingPoint> trace;  ///< every round
+  /// The mean task time of each worker as the policy saw it at the end, in seconds: ata-auto's
+  /// estimate, the observed mean for the others (0 for a worker that ran nothing).
+  std::vector<double> learned_means;
 };
 
-/// Trains with `strategy` (a make_policy() name) on a fresh pool built from config.scenario.
+/// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,
+/// scenario, CPUs and work factors).
 /// Task j of round k draws its sample from sim::Rng(seed + k, j), so allocated and pull
 /// strategies follow the same iterates. `progress` (optional) gets the rounds done.
 /// Throws ata::InvalidArgument for bad settings, and ata::Error when the worker threads cannot
-/// be started or the training diverges (f(x) - f* no longer finite: the step is too large).
-[[nodiscard]] TrainingRun train(const Problem& problem, const TrainingConfig& config, std::string_view strategy,
+/// be started or pinned, or the training diverges (f(x) - f* no longer finite: the step is too
+/// large).
+[[nodiscard]] TrainingRun train(const Problem& problem, const TrainingConfig& config,
+                                std::string_view strategy,
                                 const std::function<void(std::size_t)>& progress = {});
 
 /// The mean task time of each worker of config.scenario, in seconds (OFTA's knowledge).
 [[nodiscard]] std::vector<double> true_means_seconds(const TrainingConfig& config);
+
+/// Each worker's mean task time measured on the machine, in seconds, for OFTA when no scenario
+/// knows it (real shares of cores, work factors). Every worker runs `tasks_per_worker` tasks
+/// of the training (at the initial point, task j drawing from sim::Rng(config.seed, j)), all
+/// workers at once as in a round, on fresh lanes built as train() builds them: a worker that
+/// shares its core with others is measured sharing it. Throws as train(), and
+/// ata::InvalidArgument for tasks_per_worker = 0.
+[[nodiscard]] std::vector<double> calibrate_means(const Problem& problem,
+                                                  const TrainingConfig& config,
+                                                  std::size_t tasks_per_worker);
 
 }  // namespace ata::ml

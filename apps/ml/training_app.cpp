@@ -10,6 +10,7 @@
 #include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "dataset.hpp"
+#include "training_lanes.hpp"
 #include "training_options.hpp"
 
 namespace ata::ml {
@@ -31,6 +32,12 @@ void check_round_memory(const Options& o, std::size_t dim, const std::string& wh
 }
 
 sim::Scenario load_scenario(const TrainingOptions& o) {
+  if (o.scenario == kNoScenario) {
+    // Only the worker count: the workers run their tasks without simulated delay.
+    const std::size_t n = o.workers != 0 ? o.workers : kDefaultTrainingWorkers;
+    return sim::Scenario(kNoScenario,
+                         std::vector<sim::TimeModel>(n, sim::TimeModel::constant(0.0)));
+  }
   auto scenario = apps::scenario_from_flag(o.scenario, o.workers, kDefaultTrainingWorkers,
                                            std::max<std::size_t>(1, o.rounds / 2));
   if (scenario.workers() > kMaxTrainingWorkers) {
@@ -42,18 +49,48 @@ sim::Scenario load_scenario(const TrainingOptions& o) {
 }
 
 const TrainingRun& find(const std::vector<TrainingRun>& runs, const std::string& name) {
-  return *std::find_if(runs.begin(), runs.end(), [&](const TrainingRun& r) { return r.name == name; });
+  return *std::find_if(runs.begin(), runs.end(),
+                       [&](const TrainingRun& r) { return r.name == name; });
 }
 
 std::string ratio(double a, double b) { return b > 0.0 ? apps::fixed(a / b, 2) : "-"; }
 
+std::string microseconds(double seconds) { return apps::fixed(seconds * 1e6, 1); }
+
+// Whether OFTA's means must be measured: the machine, not a scenario, sets the speeds.
+bool calibrates(const Options& o) {
+  return o.calibration_tasks != 0 || o.scenario == kNoScenario || !o.cpus.empty();
+}
+
+// Each worker's calibrated mean against what every strategy learned, in microseconds.
+void print_means(const Options& o, const std::vector<double>& calibrated,
+                 const std::vector<TrainingRun>& runs) {
+  std::vector<std::string> header{"worker", "cpu", "factor", "calibrated"};
+  for (const auto& r : runs) header.push_back(r.name);
+  apps::Table table(header);
+  for (std::size_t i = 0; i < calibrated.size(); ++i) {
+    std::vector<std::string> row{std::to_string(i),
+                                 o.cpus.empty() ? "-" : std::to_string(o.cpus[i]),
+                                 o.work_factors.empty() ? "1" : std::to_string(o.work_factors[i]),
+                                 microseconds(calibrated[i])};
+    for (const auto& r : runs) {  // a trainer may not report what its policy learned
+      row.push_back(i < r.learned_means.size() ? microseconds(r.learned_means[i]) : "-");
+    }
+    table.add_row(std::move(row));
+  }
+  std::printf(
+      "\nMean task time per worker (us): calibrated, and as each strategy saw it at the end:\n%s",
+      table.render().c_str());
+}
+
+// worker_kind: what the workers are ("worker ranks"), or nullptr for the lanes of `o`.
 int run(const Options& o, Method method, const char* program, const Trainer& trainer,
         const char* worker_kind) {
   // Outputs first: a path that cannot be written fails now, not after the run.
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
-  const TrainingConfig config = make_training_config(o, method);
+  TrainingConfig config = make_training_config(o, method);
   const auto problem = make_training_problem(o, program);
   const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
                        static_cast<double>(o.strategies.size());
@@ -70,9 +107,38 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   std::printf("  %s, f* = %.6g, target: f - f* <= %.3g (%g of the initial gap)\n",
               method == Method::sgd ? "minibatch SGD" : "minibatch stochastic proximal point",
               problem->optimal_loss(), o.target_gap * initial_gap, o.target_gap);
-  std::printf("  workers: %zu %s, scenario %s, 1 model unit = %g us of %s; B = %zu, step %g, at most %zu rounds, seed %llu\n",
-              config.scenario.workers(), worker_kind, config.scenario.name().c_str(), o.unit_us, o.burn ? "busy spinning" : "sleep",
-              config.batch, config.step, config.max_rounds, static_cast<unsigned long long>(o.seed));
+  const std::string workers =
+      worker_kind != nullptr
+          ? std::to_string(config.scenario.workers()) + " " + worker_kind
+          : std::string("lanes ") + lane_kind_name(config.lanes) + ", " + describe_lanes(config);
+  const std::string delays = config.simulated_delays
+                                 ? "scenario " + config.scenario.name() +
+                                       ", 1 model unit = " + apps::general(o.unit_us) + " us of " +
+                                       (o.burn ? "busy spinning" : "sleep")
+                                 : std::string("no simulated delay");
+  std::printf("  workers: %s; %s; B = %zu, step %g, at most %zu rounds, seed %llu\n",
+              workers.c_str(), delays.c_str(), config.batch, config.step, config.max_rounds,
+              static_cast<unsigned long long>(o.seed));
+  std::vector<double> calibrated;
+  if (calibrates(o)) {
+    const std::size_t per_worker =
+        o.calibration_tasks != 0 ? o.calibration_tasks : kDefaultCalibrationTasks;
+    // Said before it runs: the pass takes a while.
+    const std::size_t n = config.scenario.workers();
+    const std::string who =
+        n == 1 ? "the worker alone" : "all " + std::to_string(n) + " workers at once";
+    std::printf("  calibrating: %s, %zu tasks each (the training's, at x0, seed %llu); ",
+                who.c_str(), per_worker, static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
+    calibrated = calibrate_means(*problem, config, per_worker);
+    std::string means;
+    for (const double m : calibrated) means += (means.empty() ? "" : " ") + microseconds(m);
+    std::printf("measured means (us): %s\n", means.c_str());
+    config.means = calibrated;
+    if (!(o.alpha > 0.0)) {
+      config.policy.alpha = *std::max_element(calibrated.begin(), calibrated.end());
+    }
+  }
 
   std::vector<TrainingRun> runs;
   {
@@ -88,34 +154,56 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
 
   const auto& gta = find(runs, "gta");
   const auto& ofta = find(runs, "ofta");
-  apps::Table table({"strategy", "rounds", "time (s)", "worker time (s)", "time/GTA", "work/GTA", "time/OFTA",
-                     "work/OFTA", "final f-f*", "overhead"});
+  apps::Table table({"strategy", "rounds", "time (s)", "worker time (s)", "time/GTA", "work/GTA",
+                     "time/OFTA", "work/OFTA", "final f-f*", "overhead"});
   for (const auto& r : runs) {
-    table.add_row({r.name, r.reached ? std::to_string(r.rounds) : std::to_string(r.rounds) + " (not reached)",
-                   apps::fixed(r.wall_seconds, 3), apps::fixed(r.worker_seconds, 3), ratio(r.wall_seconds, gta.wall_seconds),
-                   ratio(r.worker_seconds, gta.worker_seconds), ratio(r.wall_seconds, ofta.wall_seconds),
-                   ratio(r.worker_seconds, ofta.worker_seconds), apps::general(r.final_gap, 3),
-                   apps::fixed(100.0 * r.overhead_share, 1) + "%"});
+    table.add_row(
+        {r.name, r.reached ? std::to_string(r.rounds) : std::to_string(r.rounds) + " (not reached)",
+         apps::fixed(r.wall_seconds, 3), apps::fixed(r.worker_seconds, 3),
+         ratio(r.wall_seconds, gta.wall_seconds), ratio(r.worker_seconds, gta.worker_seconds),
+         ratio(r.wall_seconds, ofta.wall_seconds), ratio(r.worker_seconds, ofta.worker_seconds),
+         apps::general(r.final_gap, 3), apps::fixed(100.0 * r.overhead_share, 1) + "%"});
   }
-  std::printf("\nTime and worker time to reach the target (real seconds on this machine):\n%s", table.render().c_str());
+  std::printf("\nTime and worker time to reach the target (real seconds on this machine%s):\n%s",
+              calibrated.empty() ? "" : ", OFTA with the calibrated means", table.render().c_str());
+  if (!calibrated.empty()) print_means(o, calibrated, runs);
 
   if (!o.json_path.empty()) {
     nlohmann::json strategies = nlohmann::json::array();
     for (const auto& r : runs) {
-      strategies.push_back({{"name", r.name}, {"reached_target", r.reached}, {"rounds", r.rounds},
-                            {"wall_time", r.wall_seconds}, {"worker_time", r.worker_seconds},
+      strategies.push_back({{"name", r.name},
+                            {"reached_target", r.reached},
+                            {"rounds", r.rounds},
+                            {"wall_time", r.wall_seconds},
+                            {"worker_time", r.worker_seconds},
                             {"wall_time_vs_gta", r.wall_seconds / gta.wall_seconds},
                             {"worker_time_vs_gta", r.worker_seconds / gta.worker_seconds},
                             {"wall_time_vs_ofta", r.wall_seconds / ofta.wall_seconds},
                             {"worker_time_vs_ofta", r.worker_seconds / ofta.worker_seconds},
-                            {"final_loss", r.final_gap + problem->optimal_loss()}, {"final_gap", r.final_gap},
-                            {"overhead_share", r.overhead_share}});
+                            {"final_loss", r.final_gap + problem->optimal_loss()},
+                            {"final_gap", r.final_gap},
+                            {"overhead_share", r.overhead_share},
+                            {"learned_means", r.learned_means}});
     }
-    const nlohmann::json summary{{"problem", problem->describe()}, {"method", method == Method::sgd ? "sgd" : "prox"},
-                                 {"scenario", config.scenario.name()}, {"workers", config.scenario.workers()},
-                                 {"batch", config.batch}, {"max_rounds", config.max_rounds}, {"seed", o.seed},
-                                 {"unit_us", o.unit_us}, {"step", config.step}, {"optimal_loss", problem->optimal_loss()},
-                                 {"target_gap", o.target_gap * initial_gap}, {"strategies", strategies}};
+    nlohmann::json summary{{"problem", problem->describe()},
+                           {"method", method == Method::sgd ? "sgd" : "prox"},
+                           {"scenario", config.scenario.name()},
+                           {"workers", config.scenario.workers()},
+                           {"batch", config.batch},
+                           {"max_rounds", config.max_rounds},
+                           {"seed", o.seed},
+                           {"unit_us", o.unit_us},
+                           {"step", config.step},
+                           {"optimal_loss", problem->optimal_loss()},
+                           {"target_gap", o.target_gap * initial_gap},
+                           {"strategies", strategies}};
+    summary["simulated_delays"] = config.simulated_delays;
+    if (worker_kind == nullptr) {
+      summary["lanes"] = lane_kind_name(config.lanes);
+      summary["cpus"] = config.cpus;
+      summary["work_factors"] = config.work_factors;
+    }
+    if (!calibrated.empty()) summary["calibrated_means"] = calibrated;
     apps::write_file(o.json_path, summary.dump(2) + "\n");
     std::printf("wrote %s\n", o.json_path.c_str());
   }
@@ -124,19 +212,27 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     csv.precision(12);
     csv << "strategy,round,wall_time,worker_time,gap\n";
     for (const auto& r : runs) {
-      for (const auto& p : r.trace) csv << r.name << ',' << p.round << ',' << p.wall_seconds << ',' << p.worker_seconds << ',' << p.gap << '\n';
+      for (const auto& p : r.trace)
+        csv << r.name << ',' << p.round << ',' << p.wall_seconds << ',' << p.worker_seconds << ','
+            << p.gap << '\n';
     }
     apps::write_file(o.csv_path, csv.str());
     std::printf("wrote %s\n", o.csv_path.c_str());
   }
   if (!o.plot_dir.empty()) {
-    const std::string where = config.scenario.name() + ", n = " + std::to_string(config.scenario.workers()) +
+    const std::string where = config.scenario.name() +
+                              ", n = " + std::to_string(config.scenario.workers()) +
                               ", B = " + std::to_string(config.batch);
     std::vector<apps::Figure> figures;
     for (const bool by_work : {false, true}) {
       apps::Figure f{by_work ? "loss_vs_worker_time.png" : "loss_vs_wall_time.png",
-                     std::string(by_work ? "Loss vs total worker time" : "Loss vs wall time") + " (" + where + ")",
-                     by_work ? "total worker time (s)" : "wall time (s)", "f(x) - f*", false, true, {}};
+                     std::string(by_work ? "Loss vs total worker time" : "Loss vs wall time") +
+                         " (" + where + ")",
+                     by_work ? "total worker time (s)" : "wall time (s)",
+                     "f(x) - f*",
+                     false,
+                     true,
+                     {}};
       for (const auto& r : runs) {
         apps::Series series{r.name, {}, {}};
         for (const auto& p : r.trace) {
@@ -147,7 +243,8 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
       }
       figures.push_back(std::move(f));
     }
-    for (const auto& file : apps::plot_figures(o.plot_dir, figures)) std::printf("wrote %s\n", file.c_str());
+    for (const auto& file : apps::plot_figures(o.plot_dir, figures))
+      std::printf("wrote %s\n", file.c_str());
   }
   return 0;
 }
@@ -163,7 +260,8 @@ std::unique_ptr<Problem> make_training_problem(const TrainingOptions& o, const c
   Dataset data;
   std::string name;
   if (o.data_path.empty()) {
-    data = classify ? make_classification(o.rows, o.cols, o.seed) : make_regression(o.rows, o.cols, o.seed);
+    data = classify ? make_classification(o.rows, o.cols, o.seed)
+                    : make_regression(o.rows, o.cols, o.seed);
     name = "synthetic data (seed " + std::to_string(o.seed) + ")";
   } else {
     data = load_libsvm(o.data_path);
@@ -197,8 +295,22 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   config.step = o.step;
   config.target_gap = o.target_gap;
   config.seed = o.seed;
+  config.lanes = o.lanes;
+  config.simulated_delays = o.scenario != kNoScenario;
+  config.cpus = o.cpus;
+  config.work_factors = o.work_factors;
+  // A scenario file's worker count is known once it is read.
+  for (const auto& [flag, length] :
+       {std::pair{"--cpus", o.cpus.size()}, std::pair{"--work-factors", o.work_factors.size()}}) {
+    if (length != 0 && length != config.scenario.workers()) {
+      throw InvalidArgument(std::string(flag) + ": " + std::to_string(length) + " values for the " +
+                            std::to_string(config.scenario.workers()) + " workers of " +
+                            o.scenario + "; give one per worker");
+    }
+  }
   const auto means = true_means_seconds(config);
-  config.policy.alpha = o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
+  config.policy.alpha =
+      o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
   return config;
 }
@@ -211,7 +323,7 @@ int training_main(int argc, char** argv, Method method) {
       std::fputs(command_line.help->c_str(), stdout);
       return 0;
     }
-    return run(command_line.options, method, program, train, "threads");
+    return run(command_line.options, method, program, train, nullptr);
   });
 }
 

@@ -20,6 +20,8 @@ struct TrainingOptions {
   double l2 = 1e-3;
   std::size_t dim = 100;
   double noise = 1e-3;
+  /// A preset, a JSON file, or "none": no simulated delay (the default when --cpus or
+  /// --work-factors is given and --scenario is not).
   std::string scenario = "cifar";
   std::size_t workers = 0;  ///< 0: kDefaultTrainingWorkers for a preset, or the file's count
   double unit_us = 2.0;
@@ -33,6 +35,12 @@ struct TrainingOptions {
   std::vector<std::string> strategies{"gta", "ofta", "uta", "pull", "ata", "ata-e", "ata-auto"};
   double alpha = 0.0;  ///< microseconds; 0: the largest mean task time
   double eta = 1.0;
+  LaneKind lanes = LaneKind::threads;
+  std::vector<unsigned> cpus;             ///< empty: workers unpinned
+  std::vector<std::size_t> work_factors;  ///< empty: each task runs once
+  /// Tasks per worker of the calibration pass; 0: kDefaultCalibrationTasks, and only when the
+  /// speeds come from the machine (scenario none, or --cpus).
+  std::size_t calibration_tasks = 0;
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
@@ -44,6 +52,12 @@ inline constexpr std::size_t kMaxTrainingWorkers = 1024;
 inline constexpr std::size_t kMaxTrainingBatch = 1'000'000;
 /// The trace keeps every round of every strategy.
 inline constexpr std::size_t kMaxTrainingRounds = 1'000'000;
+/// --work-factors: a task run at most this many times in a row.
+inline constexpr std::size_t kMaxWorkFactor = 1000;
+inline constexpr std::size_t kDefaultCalibrationTasks = 200;
+inline constexpr std::size_t kMaxCalibrationTasks = 100'000;
+/// The scenario of workers without simulated delay.
+inline constexpr const char* kNoScenario = "none";
 /// One model unit lasts from a nanosecond to a second.
 inline constexpr double kMinUnitUs = 1e-3;
 inline constexpr double kMaxUnitUs = 1e6;
@@ -53,7 +67,8 @@ inline constexpr std::size_t kMaxTrainingSize = apps::kMaxMemoryBytes / sizeof(d
 
 /// Parses the command line of ata-sgd (Method::sgd) or ata-prox (Method::prox); argv[0] is
 /// the program. Returns the options, or --help's text; throws apps::UsageError "<flag>: <what>"
-/// for a bad flag or value, or flags that do not go together. Reads no file and runs nothing.
+/// for a bad flag or value, or flags that do not go together. Reads no file and runs nothing
+/// (it asks the system which CPUs the process may use, for --cpus).
 [[nodiscard]] apps::CommandLine<TrainingOptions> parse_training_options(int argc,
                                                                         const char* const* argv,
                                                                         Method method);

@@ -27,4 +27,6 @@ expect_error() {
 expect_error "--workers: 5, but mpirun started 3 worker ranks" --workers 5
 expect_error "--batch" --batch 0
 expect_error "unknown scenario 'nope'" --scenario nope
+expect_error "--lanes, --cpus, --work-factors, --calibration-tasks and --scenario none do not apply to MPI ranks" --lanes asio
+expect_error "do not apply to MPI ranks" --cpus 0,0,1
 echo "ata-mpi-sgd CLI: ok"

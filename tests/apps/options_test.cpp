@@ -1,4 +1,6 @@
 // The apps' command lines, parsed without running anything (what the fuzzers call).
+#include <sched.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <filesystem>
@@ -137,6 +139,87 @@ TEST_CASE("ata-sgd's and ata-prox's command lines refuse what they cannot use",
   CHECK_THAT(training_error(Method::sgd, {"--strategies", "ata,"}),
              ContainsSubstring("--strategies: empty item"));
   CHECK(training_error(Method::sgd, {"--problem", "quadratic", "--dim", "1000"}) == "(accepted)");
+}
+
+namespace {
+
+// The first CPU this process may use, as --cpus spells it.
+std::string usable_cpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  unsigned cpu = 0;
+  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+  return std::to_string(cpu);
+}
+
+ata::ml::TrainingOptions training(std::initializer_list<const char*> args) {
+  const auto argv = argv_of("ata-sgd", args);
+  const auto parsed = ata::ml::parse_training_options(static_cast<int>(argv.size()), argv.data(),
+                                                      ata::ml::Method::sgd);
+  REQUIRE_FALSE(parsed.help);
+  return parsed.options;
+}
+
+}  // namespace
+
+TEST_CASE("ata-sgd's lanes, CPUs and work factors parse into options", "[apps][cli][lanes]") {
+  const auto defaults = training({});
+  CHECK(defaults.lanes == ata::ml::LaneKind::threads);
+  CHECK(defaults.scenario == "cifar");
+  CHECK(defaults.cpus.empty());
+  CHECK(defaults.calibration_tasks == 0);
+  // The lists set the worker count and, without --scenario, mean no simulated delay.
+  const std::string cpu = usable_cpu();
+  const std::string three = cpu + ",0" + cpu + "," + cpu;  // leading zeros read as decimal
+  const std::string two = cpu + "," + cpu;
+  const auto o = training({"--lanes", "tbb", "--cpus", three.c_str(), "--work-factors", "1,2,010"});
+  CHECK(o.lanes == ata::ml::LaneKind::tbb);
+  CHECK(o.workers == 3);
+  CHECK(o.scenario == "none");
+  const auto n = static_cast<unsigned>(std::stoul(cpu));
+  CHECK(o.cpus == std::vector<unsigned>{n, n, n});
+  CHECK(o.work_factors == std::vector<std::size_t>{1, 2, 10});
+  const auto pinned = training({"--lanes", "asio", "--cpus", two.c_str(), "--scenario", "sqrt"});
+  CHECK(pinned.lanes == ata::ml::LaneKind::asio);
+  CHECK(pinned.scenario == "sqrt");  // simulated delays on pinned workers
+  CHECK(pinned.workers == 2);
+  CHECK(training({"--calibration-tasks", "50"}).calibration_tasks == 50);
+}
+
+TEST_CASE("ata-sgd refuses lanes, CPUs and work factors it cannot use", "[apps][cli][errors]") {
+  using ata::ml::Method;
+  const std::string cpu = usable_cpu();
+  const std::string two = cpu + "," + cpu;
+  CHECK_THAT(
+      training_error(Method::sgd, {"--lanes", "fibers"}),
+      ContainsSubstring("--lanes: unknown lane kind 'fibers'; expected threads, asio or tbb"));
+  CHECK_THAT(training_error(Method::sgd, {"--cpus", (cpu + ",x").c_str()}),
+             ContainsSubstring("--cpus: item 2 must be a whole number from 0 to 1023, got 'x'"));
+  CHECK_THAT(training_error(Method::sgd, {"--cpus", "-1"}),
+             ContainsSubstring("--cpus: item 1 must be a whole number from 0 to 1023, got '-1'"));
+  CHECK_THAT(training_error(Method::sgd, {"--cpus", (cpu + ",," + cpu).c_str()}),
+             ContainsSubstring("--cpus: empty item in '" + cpu + ",," + cpu + "'"));
+  CHECK_THAT(training_error(Method::sgd, {"--cpus", ""}), ContainsSubstring("--cpus: empty item"));
+  CHECK_THAT(training_error(Method::sgd, {"--cpus", "1023"}),
+             ContainsSubstring("--cpus: CPU 1023 is not one this process may use ("));
+  CHECK_THAT(training_error(Method::sgd, {"--workers", "4", "--cpus", two.c_str()}),
+             ContainsSubstring("--cpus: 2 values for 4 workers; give one per worker"));
+  CHECK_THAT(
+      training_error(Method::sgd, {"--work-factors", "1,0"}),
+      ContainsSubstring("--work-factors: item 2 must be a whole number from 1 to 1000, got '0'"));
+  CHECK_THAT(training_error(Method::sgd, {"--work-factors", "1001"}),
+             ContainsSubstring("from 1 to 1000, got '1001'"));
+  CHECK_THAT(training_error(Method::sgd, {"--cpus", cpu.c_str(), "--work-factors", "1,2"}),
+             ContainsSubstring("--work-factors: 2 values for 1 workers; give one per worker"));
+  CHECK_THAT(training_error(Method::sgd, {"--work-factors", "1,2", "--scenario", "sqrt"}),
+             ContainsSubstring("--work-factors: needs --scenario none, not sqrt"));
+  CHECK_THAT(training_error(Method::sgd, {"--scenario", "none", "--burn"}),
+             ContainsSubstring("--burn: --scenario none has no delays to burn"));
+  CHECK_THAT(training_error(Method::sgd, {"--work-factors", "1,2", "--unit-us", "5"}),
+             ContainsSubstring("--unit-us: --scenario none has no delays to scale"));
+  CHECK_THAT(training_error(Method::sgd, {"--calibration-tasks", "0"}),
+             ContainsSubstring("--calibration-tasks: must be a whole number from 1 to 100000"));
 }
 
 TEST_CASE("output paths are checked before a run, with the reason", "[apps][cli][errors]") {

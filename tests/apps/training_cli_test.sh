@@ -36,6 +36,36 @@ if [ "$name" = ata-sgd ]; then
   expect_refused_before_run
 fi
 
+# Lanes, CPUs and work factors: one value per worker, each in range, every CPU usable. $cpu is
+# the first CPU this test may use.
+cpu=$(awk '/^Cpus_allowed_list/ { split($2, first, /[-,]/); print first[1] }' /proc/self/status)
+expect_error "--lanes: unknown lane kind 'gpu'; expected threads, asio or tbb" --lanes gpu
+expect_error "--cpus: item 2 must be a whole number from 0 to 1023, got 'one'" --cpus "$cpu,one"
+expect_error "--cpus: CPU 1023 is not one this process may use" --cpus "$cpu,1023"
+expect_error "--cpus: 3 values for 4 workers; give one per worker" --workers 4 --cpus "$cpu,$cpu,$cpu"
+expect_error "--work-factors: item 1 must be a whole number from 1 to 1000, got '0'" --work-factors 0,1
+expect_error "--work-factors: 3 values for 2 workers; give one per worker" --cpus "$cpu,$cpu" --work-factors 1,1,2
+expect_error "--work-factors: needs --scenario none, not cifar" --work-factors 1,2 --scenario cifar
+expect_error "--burn: --scenario none has no delays to burn" --scenario none --burn
+echo '{"workers": [{"model": "exponential", "mean": 1, "count": 3}]}' >"$work/three-workers.json"
+expect_error "--cpus: 2 values for the 3 workers of $work/three-workers.json; give one per worker" \
+  --cpus "$cpu,$cpu" --scenario "$work/three-workers.json"
+expect_refused_before_run
+
+# The machine sets the speeds: a calibration pass measures OFTA's means, on every lane kind.
+for lanes in threads asio tbb; do
+  "$program" --problem least-squares --rows 200 --cols 5 --workers 2 --cpus "$cpu,$cpu" --work-factors 1,3 \
+    --lanes "$lanes" --calibration-tasks 20 --rounds 400 --target-gap 0.2 --strategies ata-auto,pull \
+    --json "$work/$lanes.json" >"$work/out"
+  grep -qF "workers: lanes $lanes, 2 " "$work/out" || fail "$lanes: lanes not reported: $(head -n3 "$work/out")"
+  grep -qF "pinned to CPUs $cpu,$cpu; work factors 1,3; no simulated delay" "$work/out" || fail "$lanes: $(head -n3 "$work/out")"
+  grep -qF "calibrating: all 2 workers at once, 20 tasks each" "$work/out" || fail "$lanes: no calibration line"
+  grep -qF "Mean task time per worker (us): calibrated" "$work/out" || fail "$lanes: no table of means"
+  for key in "\"lanes\": \"$lanes\"" '"calibrated_means"' '"learned_means"' '"work_factors"'; do
+    grep -qF "$key" "$work/$lanes.json" || fail "$lanes: JSON lacks $key"
+  done
+done
+
 # Data files: sizes checked before allocating, folders and binary files explained.
 printf '1 1:1\n-1 9223372036854775808:0.2\n' >"$work/huge-index.svm"
 expect_error "LIBSVM $work/huge-index.svm: 2 rows x 9223372036854775808 features" --data "$work/huge-index.svm"
