@@ -13,6 +13,10 @@ namespace ata::service {
 
 /// What a request may ask for.
 struct EstimateLimits {
+  /// The largest limits ata-serve accepts (--max-samples, --max-body); the fuzzer parses with them.
+  static constexpr std::size_t kMostSamples = 100000;
+  static constexpr std::size_t kMostBody = 16 * 1024 * 1024;
+
   std::size_t max_samples = 1024;  ///< tasks per batch
   std::size_t max_body = 4096;     ///< bytes of JSON
 };
