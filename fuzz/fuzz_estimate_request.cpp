@@ -77,7 +77,9 @@ void check_refusal(std::string_view body, const EstimateLimits& limits, const Re
     finding("error message of " + std::to_string(e.message.size()) + " bytes");
   }
   if (!is_valid_utf8(e.message)) finding("error message not valid UTF-8");
-  if (e.message.find("json.exception") != std::string::npos) {
+  // Unless the body itself says it, inside a value the message quotes.
+  if (e.message.find("json.exception") != std::string::npos &&
+      body.find("json.exception") == std::string_view::npos) {
     finding("error message quotes the JSON library: " + e.message);
   }
 }

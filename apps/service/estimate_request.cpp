@@ -67,6 +67,11 @@ std::variant<EstimateRequest, RequestError> parse_estimate_request(std::string_v
   } catch (const Json::parse_error& e) {
     return bad_request("body is not valid JSON (error at byte " + std::to_string(e.byte) +
                        "); expected an object like {\"samples\": 32}");
+  } catch (const Json::out_of_range&) {
+    // The one other error of parsing: a number such as 1e400, beyond a double's range.
+    return bad_request(
+        "body has a number too large to represent (beyond 1.8e308); expected "
+        "an object like {\"samples\": 32}");
   }
   if (too_deep) {
     return bad_request("body nests arrays and objects deeper than " + std::to_string(kMaxDepth) +

@@ -58,6 +58,8 @@ TEST_CASE("a bad estimate request gets 400 naming the key and the value", "[serv
       {R"({"samples": true})", "got true"},
       {R"({"samples": null})", "got null"},
       {R"({"samples": 18446744073709551616})", "'samples' must be a whole number"},
+      {R"({"samples": 1e400})", "a number too large to represent"},
+      {R"({"samples": 4, "seed": -1e999})", "a number too large to represent"},
       {R"({"seed": 1})", "missing key \"samples\""},
       {R"({})", "missing key \"samples\""},
       {R"({"samples": 4, "seed": -1})", "'seed' must be a whole number >= 0, got -1"},
