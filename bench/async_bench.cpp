@@ -1,7 +1,9 @@
 // The asynchronous front end's cost against the blocking one, per batch of empty tasks on
 // n = 2 workers: scheduler.run() against async_run() completing a callback on an io_context run
-// by the caller (the same engine underneath; the difference is Asio's post and the operation's
-// allocation). Compare the two rows of one batch size side by side:
+// by the caller (the same engine underneath; the difference is the operation's allocation,
+// Asio's post, and the caller's sleep in io_context::run() until the worker wakes it), and
+// async_run() with a caller that polls the io_context instead (docs/runtime.md: the sleep and
+// wake-up are most of the cost at B = 1). Compare the rows of one batch size side by side:
 //   ./build/bench/ata_bench_async --benchmark_min_time=0.3
 #include <benchmark/benchmark.h>
 
