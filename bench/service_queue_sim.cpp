@@ -5,8 +5,9 @@
 // running on each worker, as the runtime counts it) and observes its task times when it
 // completes, as the runtime does; pull hands the batches' tasks, oldest batch first, to
 // whichever worker is free. The load is a fraction of pull's capacity, sum 1/mean_i tasks per
-// second over the mean B. Prints the latency percentiles, and with --slow the allocation and
-// backlog of each batch slower than 0.9x the p99 (where its last task ran, and behind what).
+// second over the mean B. Prints the latency percentiles, how much worker time stays idle while
+// tasks wait in other workers' queues, and with --slow the allocation and backlog of each batch
+// slower than 0.9x the p99 (where its last task ran, and behind what).
 //   ./build/bench/ata_bench_service_queue --strategy ata-auto --load 0.8 --slow
 //   ./build/bench/ata_bench_service_queue --strategy pull --load 0.8
 // docs/service.md reports what it showed.
@@ -93,6 +94,7 @@ class QueueSimulation {
     while (!events_.empty()) {
       const auto [time, kind, id] = events_.top();
       events_.pop();
+      account(time);
       if (kind == kArrival) {
         const auto spread = static_cast<double>(c_.samples_max - c_.samples + 1);
         arrive(time, c_.samples + static_cast<std::size_t>(ata::sim::uniform01(sizes) * spread));
@@ -122,6 +124,12 @@ class QueueSimulation {
         "worker time per request %.3f s\n",
         c_.strategy.c_str(), c_.load_aware || pull_ ? "" : " (load-aware off)", c_.load, rate_,
         ms(0.5), ms(0.9), ms(0.99), worker_seconds / static_cast<double>(c_.requests));
+    const double worker_time = elapsed_ * static_cast<double>(n_);
+    std::printf(
+        "  idle workers while tasks wait in queues: %.2f%% of worker time (%.2f%% while more "
+        "than 4n wait); more than 4n tasks waiting %.2f%% of the time\n",
+        100 * idle_while_waiting_ / worker_time, 100 * idle_while_congested_ / worker_time,
+        100 * congested_ / elapsed_);
     if (!c_.slow || pull_) return;
     const double threshold = 0.9 * ms(0.99) * 1e-3;
     for (std::size_t r = c_.warmup; r < requests_.size(); ++r) {
@@ -140,6 +148,27 @@ class QueueSimulation {
   static constexpr int kTaskEnd = 0;  // ordered first: a worker is free before an arrival
   static constexpr int kArrival = 1;
   using Event = std::tuple<double, int, std::size_t>;  // time, kind, request or worker
+
+  // Before each event: how the time since the last one was spent. Tasks waiting are those not
+  // started (queued on a worker, or not yet handed out by pull).
+  void account(double now) {
+    const double span = now - last_event_;
+    last_event_ = now;
+    elapsed_ += span;
+    std::size_t idle = 0;
+    std::size_t waiting = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      idle += busy_[i] ? 0 : 1;
+      waiting += queue_[i].size();
+    }
+    for (const std::size_t id : pulled_) waiting += requests_[id].tasks - requests_[id].handed_out;
+    if (waiting == 0) return;
+    idle_while_waiting_ += span * static_cast<double>(idle);
+    if (waiting > 4 * n_) {
+      idle_while_congested_ += span * static_cast<double>(idle);
+      congested_ += span;
+    }
+  }
 
   void arrive(double now, std::size_t tasks) {
     const std::size_t id = requests_.size();
@@ -234,6 +263,11 @@ class QueueSimulation {
   std::vector<std::size_t> added_;    // the runtime's backlog is added_ - finished_
   std::vector<std::size_t> finished_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  double last_event_ = 0.0;
+  double elapsed_ = 0.0;
+  double idle_while_waiting_ = 0.0;    // worker-seconds
+  double idle_while_congested_ = 0.0;  // worker-seconds, more than 4n tasks waiting
+  double congested_ = 0.0;             // seconds with more than 4n tasks waiting
 };
 
 }  // namespace
