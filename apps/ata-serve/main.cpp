@@ -14,14 +14,15 @@
 #include "ata/runtime/batch_scheduler.hpp"
 #include "ata/runtime/pool_options.hpp"
 #include "ata/runtime/worker_pool.hpp"
+#include "estimate_request.hpp"
 #include "http_server.hpp"
 
 namespace {
 
 constexpr const char* kProgram = "ata-serve";
 constexpr std::size_t kDefaultWorkers = 16;
-constexpr std::size_t kMostSamples = 100000;
-constexpr std::size_t kMostBodyBytes = 16 * 1024 * 1024;
+constexpr std::size_t kMostSamples = ata::service::EstimateLimits::kMostSamples;
+constexpr std::size_t kMostBodyBytes = ata::service::EstimateLimits::kMostBody;
 constexpr std::size_t kMostDraws = 10000000;
 constexpr double kMostUnitUs = 1e6;
 

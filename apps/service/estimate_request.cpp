@@ -10,6 +10,10 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr std::size_t kQuotedValueChars = 32;
+// Arrays and objects nested deeper are refused. A valid request nests one object; printing a
+// value in an error message recurses, and a body of 16 MiB (--max-body's largest) could nest
+// millions deep and overflow the stack.
+constexpr int kMaxDepth = 32;
 
 // The value as the client wrote it, cut short: enough to recognise, never a whole large body.
 std::string quoted(const Json& value) {
@@ -47,11 +51,31 @@ std::variant<EstimateRequest, RequestError> parse_estimate_request(std::string_v
                                  " bytes"};
   }
   Json document;
+  bool too_deep = false;
+  // Skips (keeps out of the document) every array or object opened at depth kMaxDepth: the
+  // parser itself does not recurse, the document then stays shallow.
+  const auto limit_depth = [&too_deep](int depth, Json::parse_event_t event, Json& /*parsed*/) {
+    if (depth >= kMaxDepth &&
+        (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start)) {
+      too_deep = true;
+      return false;
+    }
+    return true;
+  };
   try {
-    document = Json::parse(body);
+    document = Json::parse(body, limit_depth);
   } catch (const Json::parse_error& e) {
     return bad_request("body is not valid JSON (error at byte " + std::to_string(e.byte) +
                        "); expected an object like {\"samples\": 32}");
+  } catch (const Json::out_of_range&) {
+    // The one other error of parsing: a number such as 1e400, beyond a double's range.
+    return bad_request(
+        "body has a number too large to represent (beyond 1.8e308); expected "
+        "an object like {\"samples\": 32}");
+  }
+  if (too_deep) {
+    return bad_request("body nests arrays and objects deeper than " + std::to_string(kMaxDepth) +
+                       " levels; expected an object like {\"samples\": 32}");
   }
   if (!document.is_object()) {
     return bad_request("body must be a JSON object like {\"samples\": 32}, got " +

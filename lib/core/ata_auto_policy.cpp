@@ -440,10 +440,17 @@ void AtaAutoPolicy::pick_explored(std::size_t batch) {
   // then idle ones. A worker observed in the last round is in use, and so is every later one.
   // So is one given tasks in the last round whose times are not in yet: when batches overlap
   // (the runtime's load-aware rounds), rounds are allocated before earlier ones are observed.
+  // And so is one with a backlog, tasks of earlier batches still queued or running: they will
+  // report on it, and a task queued behind them would end late, holding its batch back (under
+  // load, the least recently observed workers are the slow ones, and exploring them anyway
+  // kept a queue on them that set the p99 latency: docs/service.md). Without a backlog (one
+  // batch at a time) this changes nothing.
   const std::size_t now = round();
+  const auto queued = backlog();
   for (std::size_t i = oldest_; i != none && explored_.size() < limit; i = next_[i]) {
     if (workers_[i].count > 0 && last_round_[i] + 1 >= now) break;
     if (exploring_[i] || (workers_[i].count > 0 && last_allocated_[i] + 1 >= now)) continue;
+    if (!queued.empty() && queued[i] > 0.0) continue;
     explored_.push_back(i);
     exploring_[i] = 1;
   }

@@ -58,6 +58,8 @@ TEST_CASE("a bad estimate request gets 400 naming the key and the value", "[serv
       {R"({"samples": true})", "got true"},
       {R"({"samples": null})", "got null"},
       {R"({"samples": 18446744073709551616})", "'samples' must be a whole number"},
+      {R"({"samples": 1e400})", "a number too large to represent"},
+      {R"({"samples": 4, "seed": -1e999})", "a number too large to represent"},
       {R"({"seed": 1})", "missing key \"samples\""},
       {R"({})", "missing key \"samples\""},
       {R"({"samples": 4, "seed": -1})", "'seed' must be a whole number >= 0, got -1"},
@@ -86,4 +88,26 @@ TEST_CASE("a body over the limit gets 413 before it is parsed", "[service][error
   const auto error = refused(body);
   CHECK(error.status == 413);
   CHECK_THAT(error.message, ContainsSubstring("over the limit of 256 bytes"));
+}
+
+TEST_CASE("a body nested deeper than 32 arrays and objects gets 400, however deep",
+          "[service][errors]") {
+  // Printing the value for the message recursed once per level: 100,000 levels (200 KB, within
+  // --max-body's largest) overflowed the stack (fuzz/regressions/fuzz_estimate_request/).
+  const EstimateLimits large{64, 1 << 20};
+  for (const std::size_t depth : {33u, 100000u}) {
+    INFO("depth " << depth);
+    const std::string nested = std::string(depth, '[') + std::string(depth, ']');
+    for (const std::string& body : {nested, R"({"samples": )" + nested + "}"}) {
+      const auto parsed = parse_estimate_request(body, large);
+      REQUIRE(std::holds_alternative<RequestError>(parsed));
+      CHECK(std::get<RequestError>(parsed).status == 400);
+      CHECK_THAT(std::get<RequestError>(parsed).message,
+                 ContainsSubstring("nests arrays and objects deeper than 32 levels"));
+    }
+  }
+  // 32 levels are within the limit: the value is quoted, cut short.
+  const auto shallow =
+      refused(R"({"samples": )" + std::string(31, '[') + std::string(31, ']') + "}");
+  CHECK_THAT(shallow.message, ContainsSubstring("got [[[["));
 }

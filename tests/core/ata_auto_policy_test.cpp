@@ -176,6 +176,46 @@ TEST_CASE("ata-auto's exploration budget buys the re-trying of idle workers",
   CHECK(explored[2] > 2 * explored[1]);
 }
 
+TEST_CASE("ata-auto explores only idle workers when batches overlap",
+          "[core][policy][ata-auto][exploration]") {
+  // 12 exponential workers of means 1 .. 12, B = 10: after 1,000 rounds the slow ones (6 ..
+  // 11) are idle and their exploratory tasks are what they run. Then 2,000 load-aware rounds:
+  // a slow worker with tasks still queued gets none (its queued tasks will report on it, and
+  // another would wait behind them and hold its batch back), while idle workers keep being
+  // explored, whoever else is busy.
+  const Draw exponential = [](std::size_t i, std::size_t, std::mt19937_64& rng) {
+    return std::exponential_distribution<double>(1.0 / (1.0 + static_cast<double>(i)))(rng);
+  };
+  const auto slow_tasks_and_explored = [&](const std::vector<double>& backlog) {
+    ata::AtaAutoPolicy policy(12, Options{}.set_seed(5));
+    (void)drive(policy, 10, 1000, exponential);
+    const std::size_t explored_before = policy.exploratory_tasks();
+    std::mt19937_64 rng(777);
+    ata::Allocation a;
+    std::size_t slow_tasks = 0;
+    for (std::size_t k = 1; k <= 2000; ++k) {
+      policy.allocate(10, backlog, a);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (i >= 6) slow_tasks += a[i];
+        for (std::size_t t = 0; t < a[i]; ++t) policy.observe(i, exponential(i, k, rng));
+      }
+    }
+    return std::pair{slow_tasks, policy.exploratory_tasks() - explored_before};
+  };
+  std::vector<double> slow_busy(12, 0.0);
+  std::vector<double> fast_busy(12, 0.0);
+  for (std::size_t i = 0; i < 12; ++i) (i >= 6 ? slow_busy : fast_busy)[i] = 2.0;
+  const auto [tasks_when_slow_busy, explored_when_slow_busy] = slow_tasks_and_explored(slow_busy);
+  const auto [tasks_when_fast_busy, explored_when_fast_busy] = slow_tasks_and_explored(fast_busy);
+  INFO("slow workers busy: " << tasks_when_slow_busy << " tasks on them, "
+                             << explored_when_slow_busy << " explored; fast workers busy: "
+                             << tasks_when_fast_busy << " tasks on the slow ones, "
+                             << explored_when_fast_busy << " explored");
+  CHECK(tasks_when_slow_busy == 0);
+  CHECK(tasks_when_fast_busy > 50);
+  CHECK(explored_when_fast_busy > 50);
+}
+
 TEST_CASE("ata-auto's allocations are reproduced by its seed", "[core][policy][ata-auto]") {
   const Draw exponential = [](std::size_t i, std::size_t, std::mt19937_64& rng) {
     return std::exponential_distribution<double>(1.0 / kMeans[i])(rng);

@@ -44,7 +44,9 @@ namespace ata {
 ///      round's largest exploratory time beyond the round's predicted time is charged to the
 ///      credit, which grows by Options::exploration_budget (2%) of every round's predicted
 ///      time: once the unseen workers are tried, re-trying idle ones costs about that fraction
-///      of the wall time, whatever n, B or the horizon.
+///      of the wall time, whatever n, B or the horizon. In a load-aware round (allocate() with
+///      a backlog) a worker with tasks still queued or running is not explored: those tasks
+///      will report on it, and one more would wait behind them.
 ///    - Worth it: one more unseen worker (within the same cap) when the share of the 32
 ///      workers seen last that are faster than the slowest one in use, times what a useful
 ///      worker gains per round (the predicted round time over the workers in use), times the
