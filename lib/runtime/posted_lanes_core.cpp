@@ -1,5 +1,6 @@
 #include "runtime/posted_lanes_core.hpp"
 
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -41,8 +42,8 @@ PostedLanesCore::PostedLanesCore(std::vector<PostedLanes::Launcher> launchers,
     }
   }
   const auto post_failed = std::make_exception_ptr(
-      Error(this->what() + ": a lane's launcher failed to post its work, so a batch could not "
-                           "run on it"));
+      Error(this->what() + ": a lane's launcher failed to post its work, or its executor "
+                           "dropped the work unrun, so a batch could not run on it"));
   lanes_.reserve(launchers.size());
   for (std::size_t i = 0; i < launchers.size(); ++i) {
     lanes_.push_back(
@@ -92,18 +93,51 @@ void PostedLanesCore::wake(Lane& lane) noexcept {
   post(std::static_pointer_cast<PostedLane>(lanes_[lane.index()]));
 }
 
+// One posted run of a lane, shared by the copies of `work` a launcher makes. It runs at most
+// once, whichever copy is called first. If every copy is gone unrun (the launcher threw, or
+// the executor dropped the work: a thread_pool stopped, an io_context destroyed), the lane
+// has no run outstanding any more, and nothing will run its queue: its batches fail with
+// ata::Error rather than wait forever.
+class PostedLanesCore::PostedRun {
+ public:
+  explicit PostedRun(std::shared_ptr<PostedLane> lane) noexcept : lane_(std::move(lane)) {}
+  PostedRun(const PostedRun&) = delete;
+  PostedRun& operator=(const PostedRun&) = delete;
+  ~PostedRun() {
+    if (!ran_.load(std::memory_order_acquire)) stop_serving(*lane_);
+  }
+
+  void operator()() noexcept {
+    if (!ran_.exchange(true, std::memory_order_acq_rel)) run_once(lane_);
+  }
+
+ private:
+  const std::shared_ptr<PostedLane> lane_;
+  std::atomic<bool> ran_{false};
+};
+
 void PostedLanesCore::post(const std::shared_ptr<PostedLane>& lane) noexcept {
+  std::shared_ptr<PostedRun> run;
   try {
-    lane->launch([lane] { run_once(lane); });
-    return;
+    run = std::make_shared<PostedRun>(lane);
   } catch (...) {
-    // Nothing else will run this lane's queue: its batches fail rather than wait forever.
+    stop_serving(*lane);
+    return;
   }
+  try {
+    lane->launch([run = std::move(run)] { (*run)(); });
+  } catch (...) {
+    // Once the last copy of the run is gone (by now, unless the launcher kept one to run
+    // later), ~PostedRun has failed the lane's queued batches.
+  }
+}
+
+void PostedLanesCore::stop_serving(PostedLane& lane) noexcept {
   {
-    std::lock_guard lock(lane->queue_mutex_);
-    lane->serving_ = false;
+    std::lock_guard lock(lane.queue_mutex_);
+    lane.serving_ = false;
   }
-  abandon_queued(*lane, lane->post_failed);
+  abandon_queued(lane, lane.post_failed);
 }
 
 void PostedLanesCore::run_once(const std::shared_ptr<PostedLane>& lane) noexcept {
