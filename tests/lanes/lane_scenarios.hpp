@@ -69,23 +69,31 @@ class Calls {
   explicit Calls(std::size_t lanes) : lanes_(lanes) {}
 
   // The batch ran B results, one per task index: report.tasks[k] is task k, called exactly
-  // once; the accepted ones are B, and values are their squares in task-index order.
-  void check(const rt::BatchResult<std::size_t>& result, std::size_t batch) {
+  // once; the accepted ones are B, and values are their squares in task-index order. Returns
+  // the first thing wrong, or "" (Catch2's assertions are for the main thread only).
+  std::string problem(const rt::BatchResult<std::size_t>& result, std::size_t batch) {
     std::lock_guard lock(mutex_);
-    CHECK(lanes_ok_);
     const auto& tasks = result.report.tasks;
-    REQUIRE(tasks.size() >= batch);
-    REQUIRE(count_.size() == tasks.size());
+    const auto at = [](std::size_t k) { return " at task " + std::to_string(k); };
+    if (!lanes_ok_) return "a task ran on a lane out of range";
+    if (tasks.size() < batch) return "fewer records than B";
+    if (count_.size() != tasks.size()) return "tasks called != tasks recorded";
     std::vector<std::size_t> accepted;
     for (std::size_t k = 0; k < tasks.size(); ++k) {
-      REQUIRE(tasks[k].task == k);
-      REQUIRE(tasks[k].worker < lanes_);
-      REQUIRE(count_[k] == 1);
+      if (tasks[k].task != k) return "record out of place" + at(k);
+      if (tasks[k].worker >= lanes_) return "record of a lane out of range" + at(k);
+      if (count_[k] != 1) return std::to_string(count_[k]) + " calls" + at(k);
       if (tasks[k].accepted) accepted.push_back(k);
     }
-    REQUIRE(accepted.size() == batch);
-    REQUIRE(result.values.size() == batch);
-    for (std::size_t m = 0; m < batch; ++m) REQUIRE(result.values[m] == accepted[m] * accepted[m]);
+    if (accepted.size() != batch) return std::to_string(accepted.size()) + " accepted for B";
+    if (result.values.size() != batch) return "not B values";
+    for (std::size_t m = 0; m < batch; ++m) {
+      if (result.values[m] != accepted[m] * accepted[m]) return "wrong value" + at(accepted[m]);
+    }
+    return "";
+  }
+  void check(const rt::BatchResult<std::size_t>& result, std::size_t batch) {
+    CHECK(problem(result, batch) == "");
   }
 
  private:
@@ -126,7 +134,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "every mode gives one result per task i
   }
   // Several submitters at once: each batch still one result per index.
   constexpr std::size_t kSubmitters = 3;
-  std::vector<std::future<void>> submitters;
+  std::vector<std::future<std::string>> submitters;
   for (std::size_t s = 0; s < kSubmitters; ++s) {
     submitters.push_back(std::async(std::launch::async, [&, s] {
       for (std::size_t b = 0; b < 10; ++b) {
@@ -136,11 +144,12 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "every mode gives one result per task i
           calls.note(ctx);
           return ctx.task() * ctx.task();
         });
-        calls.check(result, batch);
+        if (auto problem = calls.problem(result, batch); !problem.empty()) return problem;
       }
+      return std::string();
     }));
   }
-  for (auto& submitter : submitters) submitter.get();
+  for (auto& submitter : submitters) CHECK(submitter.get() == "");
   CHECK(scheduler.rounds() == 4 * 3 + kSubmitters * 10);
   // A pull or greedy batch may end before every lane reached its copy, skipped when reached.
   CHECK(eventually([&] { return lanes->queued_chunks() == 0; }));
@@ -305,8 +314,8 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   constexpr std::size_t kLanes = 2;
   constexpr std::size_t kBatch = 8;
   constexpr std::size_t kRounds = 3;
-  // Delays of 0 or 30 ms, and from round 3 on 60 ms or nothing: far apart, so that timing
-  // noise cannot turn one into another.
+  // Delays of 0 or 50 ms, and from round 3 on 100 ms or nothing: far apart, so that timing
+  // noise (a loaded machine, TSan) cannot turn one into another.
   const auto coin = [](double slow) {
     return ata::sim::TimeModel::mixture(
         {0.5, 0.5}, {ata::sim::TimeModel::constant(0.0), ata::sim::TimeModel::constant(slow)});
@@ -314,7 +323,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   rt::PoolOptions options(kLanes);
   options.set_seed(2024);
   for (std::size_t i = 0; i < kLanes; ++i) {
-    options.set_slowdown(i, rt::Slowdown::sleep(coin(30.0), 1ms).change_at(3, coin(60.0)));
+    options.set_slowdown(i, rt::Slowdown::sleep(coin(50.0), 1ms).change_at(3, coin(100.0)));
   }
   // Lane i's u-th task waits the u-th draw of the stream (seed, i), whatever the kind.
   const auto measure = [&](rt::Lanes& lanes) {
@@ -353,9 +362,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
     CAPTURE(k, expected[k].count(), on_kind[k].count(), on_pool[k].count());
     slow += expected[k] > 0ns ? 1 : 0;
     CHECK(on_kind[k] >= expected[k]);
-    CHECK(on_kind[k] < expected[k] + 15ms);
+    CHECK(on_kind[k] < expected[k] + 40ms);
     CHECK(on_pool[k] >= expected[k]);
-    CHECK(on_pool[k] < expected[k] + 15ms);
+    CHECK(on_pool[k] < expected[k] + 40ms);
   }
   // Both delays occur, so the check above can tell them apart.
   CHECK(slow > 0);

@@ -135,7 +135,9 @@ TEMPLATE_LIST_TEST_CASE("asio lanes: async_run in every mode, and cancelled mid-
   Gate never;
   std::atomic<int> started = 0;
   asio::cancellation_signal signal;
-  std::promise<std::exception_ptr> outcome;
+  // Read on the handler's thread: the exception object stays there (libstdc++'s reference
+  // count on it is not instrumented for TSan).
+  std::promise<bool> aborted;
   rt::async_run(
       scheduler, 6,
       [&](const rt::TaskContext& ctx) {
@@ -145,14 +147,14 @@ TEMPLATE_LIST_TEST_CASE("asio lanes: async_run in every mode, and cancelled mid-
       asio::bind_cancellation_slot(
           signal.slot(),
           asio::bind_executor(io, [&](std::exception_ptr error, rt::BatchResult<void>) {
-            outcome.set_value(error);
+            aborted.set_value(is_code(error, asio::error::operation_aborted));
           })));
   REQUIRE(eventually([&] { return started.load() >= 1; }));
   // The slot belongs to the handler's executor: emit there.
   asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
-  auto cancelled = outcome.get_future();
+  auto cancelled = aborted.get_future();
   REQUIRE(cancelled.wait_for(10s) == std::future_status::ready);
-  CHECK(is_code(cancelled.get(), asio::error::operation_aborted));
+  CHECK(cancelled.get());
   // The lanes run on.
   Calls after(3);
   const auto result = scheduler.run(9, [&](const rt::TaskContext& ctx) {
@@ -160,6 +162,9 @@ TEMPLATE_LIST_TEST_CASE("asio lanes: async_run in every mode, and cancelled mid-
     return ctx.task() * ctx.task();
   });
   after.check(result, 9);
+  // A lane may still be inside its post() of a completion to `io` after the handler ran:
+  // the lanes go first (they wait for their chunks), then `io`.
+  lanes.reset();
   guard.reset();
   completions.join();
 }

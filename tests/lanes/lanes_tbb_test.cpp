@@ -1,7 +1,10 @@
 // [lanes] on ArenaLanes: arenas made from constraints of different concurrency, and arenas
 // the user owns. Labelled [tbb] and kept out of ThreadSanitizer runs: Debian's libtbb is not
 // instrumented. The shared scenarios are in lane_scenarios.hpp.
+// core_type in task_arena::constraints is a preview in oneTBB 2021 (one TU here uses TBB).
+#define TBB_PREVIEW_TASK_ARENA_CONSTRAINTS_EXTENSION 1
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <tuple>
@@ -101,6 +104,26 @@ TEST_CASE("arena lanes: every lane of every live set gets a thread at once", "[l
   }
   // The limit is TBB's own again once the lanes are gone.
   CHECK(thread_limit() == before);
+}
+
+TEST_CASE("arena lanes: one lane per NUMA node and core type", "[lanes][tbb]") {
+  // One lane on this machine (one node, one core type); on a hybrid or multi-socket machine,
+  // one per part, each running its tasks on its own cores.
+  std::vector<tbb::task_arena::constraints> parts;
+  for (const auto node : tbb::info::numa_nodes()) {
+    for (const auto type : tbb::info::core_types()) {
+      parts.push_back(tbb::task_arena::constraints{}.set_numa_id(node).set_core_type(type));
+    }
+  }
+  REQUIRE_FALSE(parts.empty());
+  rt::ArenaLanes lanes(parts);
+  ata::AtaAutoPolicy policy(lanes.size());
+  rt::BatchScheduler scheduler(lanes, policy);
+  const auto result = scheduler.run(4 * parts.size(), [&](const rt::TaskContext& ctx) {
+    return tbb::this_task_arena::max_concurrency() ==
+           tbb::info::default_concurrency(parts[ctx.worker()]);
+  });
+  for (bool right : result.values) CHECK(right);
 }
 
 TEST_CASE("arena lanes: a user arena with a slot reserved for masters still runs its lane",
