@@ -26,11 +26,12 @@ namespace ata::runtime {
 /// per lane is outstanding, so a lane runs its chunks one at a time and in order even on a
 /// multi-threaded executor, and between two chunks the executor runs its other work. A
 /// launcher must run `work` later, on some thread, once (not inline: it is called while a
-/// batch is being submitted); a second call of `work`, or of a copy, does nothing. If the
-/// launcher throws, or `work` and its copies are destroyed unrun (an executor stopped and
-/// destroyed with the work still queued), the chunks queued on that lane fail their batches
-/// with ata::Error and the lane posts again for the next batch. AsioLanes and ArenaLanes are
-/// launchers for Asio executors and oneTBB arenas.
+/// batch is being submitted, under the lanes' submission lock, so it must neither block on
+/// these lanes nor submit to them); a second call of `work`, or of a copy, does nothing. If
+/// the launcher throws, or `work` and its copies are destroyed unrun (an executor stopped
+/// and destroyed with the work still queued), the chunks queued on that lane fail their
+/// batches with ata::Error and the lane posts again for the next batch. AsioLanes and
+/// ArenaLanes are launchers for Asio executors and oneTBB arenas.
 ///
 /// The launchers' threads must keep running while batches are in flight: a lane whose
 /// executor is stopped but keeps the work never runs its chunks (give such batches a
