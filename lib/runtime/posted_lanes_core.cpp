@@ -21,6 +21,7 @@ class PostedLanesCore::PostedLane final : public Lane {
   const PostedLanes::Launcher launch;
   const LaneSet* const owner;  // only compared, by OwnThreadMark: never dereferenced
   const std::exception_ptr post_failed;
+  std::size_t runs = 0;  // guarded by queue_mutex_: PostedRun objects not yet destroyed
 };
 
 PostedLanesCore::PostedLanesCore(std::vector<PostedLanes::Launcher> launchers,
@@ -74,6 +75,21 @@ void PostedLanesCore::shutdown() {
   stop_and_wait(nullptr);
 }
 
+void PostedLanesCore::close_and_drain() noexcept {
+  const Lane* self = OwnThreadMark::current_lane(this);
+  {
+    std::lock_guard waiting(shutdown_mutex_);
+    stop_and_wait(self);
+  }
+  for (auto& lane : lanes_) {
+    // Every lane is a PostedLane; the calling task's own run is still alive, inside the call.
+    const auto& posted = static_cast<const PostedLane&>(*lane);
+    const std::size_t own = lane.get() == self ? 1 : 0;
+    std::unique_lock lock(lane->queue_mutex_);
+    lane->queue_changed_.wait(lock, [&] { return posted.runs <= own; });
+  }
+}
+
 void PostedLanesCore::stop_and_wait(const Lane* self) noexcept {
   stop_lanes();
   for (auto& lane : lanes_) {
@@ -100,11 +116,19 @@ void PostedLanesCore::wake(Lane& lane) noexcept {
 // ata::Error rather than wait forever.
 class PostedLanesCore::PostedRun {
  public:
-  explicit PostedRun(std::shared_ptr<PostedLane> lane) noexcept : lane_(std::move(lane)) {}
+  explicit PostedRun(std::shared_ptr<PostedLane> lane) noexcept : lane_(std::move(lane)) {
+    std::lock_guard lock(lane_->queue_mutex_);
+    ++lane_->runs;
+  }
   PostedRun(const PostedRun&) = delete;
   PostedRun& operator=(const PostedRun&) = delete;
   ~PostedRun() {
     if (!ran_.load(std::memory_order_acquire)) stop_serving(*lane_);
+    {
+      std::lock_guard lock(lane_->queue_mutex_);
+      --lane_->runs;
+    }
+    lane_->queue_changed_.notify_all();  // close_and_drain() may be waiting
   }
 
   void operator()() noexcept {

@@ -21,6 +21,10 @@ class PostedLanesCore final : public LaneSet {
   ~PostedLanesCore() override;
 
   void shutdown() override;
+  // Shuts down (as the destructor does, so also inside one of the lanes' tasks), then waits
+  // until every run the lanes posted has run or been destroyed, but the calling task's own.
+  // Only for executors that run all their work, whatever happens: it waits for them.
+  void close_and_drain() noexcept;
 
  private:
   class PostedLane;

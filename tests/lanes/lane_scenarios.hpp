@@ -313,9 +313,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   CAPTURE(TestType::name);
   constexpr std::size_t kLanes = 2;
   constexpr std::size_t kBatch = 8;
-  constexpr std::size_t kRounds = 3;
-  // Delays of 0 or 50 ms, and from round 3 on 100 ms or nothing: far apart, so that timing
-  // noise (a loaded machine, TSan) cannot turn one into another.
+  constexpr std::size_t kRounds = 2;
+  // Delays of 0 or 100 ms, and from round 2 on 200 ms or nothing: far apart, so that timing
+  // noise (a loaded machine, sanitizers: 50 ms seen) cannot turn one into another.
   const auto coin = [](double slow) {
     return ata::sim::TimeModel::mixture(
         {0.5, 0.5}, {ata::sim::TimeModel::constant(0.0), ata::sim::TimeModel::constant(slow)});
@@ -323,7 +323,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   rt::PoolOptions options(kLanes);
   options.set_seed(2024);
   for (std::size_t i = 0; i < kLanes; ++i) {
-    options.set_slowdown(i, rt::Slowdown::sleep(coin(50.0), 1ms).change_at(3, coin(100.0)));
+    options.set_slowdown(i, rt::Slowdown::sleep(coin(100.0), 1ms).change_at(2, coin(200.0)));
   }
   // Lane i's u-th task waits the u-th draw of the stream (seed, i), whatever the kind.
   const auto measure = [&](rt::Lanes& lanes) {
@@ -362,9 +362,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
     CAPTURE(k, expected[k].count(), on_kind[k].count(), on_pool[k].count());
     slow += expected[k] > 0ns ? 1 : 0;
     CHECK(on_kind[k] >= expected[k]);
-    CHECK(on_kind[k] < expected[k] + 40ms);
+    CHECK(on_kind[k] < expected[k] + 80ms);
     CHECK(on_pool[k] >= expected[k]);
-    CHECK(on_pool[k] < expected[k] + 40ms);
+    CHECK(on_pool[k] < expected[k] + 80ms);
   }
   // Both delays occur, so the check above can tell them apart.
   CHECK(slow > 0);

@@ -132,6 +132,12 @@ class ArenaLanes final : private detail::ArenaLanesResources, public PostedLanes
   /// One lane per arena you supply, with the slowdowns and seed of `options`.
   ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas, const PoolOptions& options)
       : ArenaLanes(detail::ArenaLanesResources{}, arenas, options) {}
+  /// Shuts down, and waits until the arenas ran the lanes' work still in them (it only finds
+  /// the lanes stopped), so that the arenas may go next and nothing of the lanes is left in
+  /// TBB's queues. Inside one of the lanes' tasks, waits for the other lanes only.
+  ~ArenaLanes() override { shut_down_and_drain(); }
+  ArenaLanes(const ArenaLanes&) = delete;
+  ArenaLanes& operator=(const ArenaLanes&) = delete;
 
  private:
   ArenaLanes(detail::ArenaLanesResources&& resources, const PoolOptions& options)

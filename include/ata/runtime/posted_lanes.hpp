@@ -67,6 +67,12 @@ class PostedLanes : public Lanes {
  protected:
   /// As above; `what` names the kind in errors ("executor lanes", "arena lanes").
   PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options, const char* what);
+  /// Shuts down as the destructor does (inside a task too), then waits until every `work`
+  /// posted has run or been destroyed, except the calling task's own: for a kind whose
+  /// executors always run their work (oneTBB arenas), which may then be destroyed with
+  /// nothing of the lanes left in them. It would wait forever for an executor that keeps
+  /// work it never runs.
+  void shut_down_and_drain() noexcept;
 };
 
 }  // namespace ata::runtime
