@@ -134,7 +134,9 @@ class LaneSet {
   LaneSet(const PoolOptions& options, std::string what);
 
   // A chunk was queued on `lane`, which must run it (and the ones behind it) eventually.
-  // Called outside the lane's lock, once per queued chunk; must not throw.
+  // Called outside the lane's lock, once per queued chunk; must not throw. Called under the
+  // submission lock, which a destructor run by a task takes too: released earlier, a task
+  // started by the first wake could destroy the set before the next.
   virtual void wake(Lane& lane) noexcept = 0;
 
   // Refuses new work, interrupts running chunks and abandons queued ones. Never throws.

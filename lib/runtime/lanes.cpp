@@ -58,4 +58,9 @@ PostedLanes::PostedLanes(std::vector<Launcher> launchers, const PoolOptions& opt
 
 PostedLanes::~PostedLanes() = default;
 
+void PostedLanes::shut_down_and_drain() noexcept {
+  // Every PostedLanes is built on a PostedLanesCore.
+  static_cast<detail::PostedLanesCore&>(detail::core_of(*this)).close_and_drain();
+}
+
 }  // namespace ata::runtime

@@ -21,16 +21,24 @@ class PostedLanesCore final : public LaneSet {
   ~PostedLanesCore() override;
 
   void shutdown() override;
+  // Shuts down (as the destructor does, so also inside one of the lanes' tasks), then waits
+  // until every run the lanes posted has run or been destroyed, but the calling task's own.
+  // Only for executors that run all their work, whatever happens: it waits for them.
+  void close_and_drain() noexcept;
 
  private:
   class PostedLane;
+  class PostedRun;
 
   void wake(Lane& lane) noexcept override;
   // Stops the lanes and waits until none runs a chunk, except `self` (the caller's own lane).
   void stop_and_wait(const Lane* self) noexcept;
-  // Posts one run of `lane`; if the launcher throws, the lane's queued chunks are abandoned.
+  // Posts one run of `lane` (a PostedRun); if the run is never made, the lane's queued chunks
+  // are abandoned.
   static void post(const std::shared_ptr<PostedLane>& lane) noexcept;
   static void run_once(const std::shared_ptr<PostedLane>& lane) noexcept;
+  // `lane` has no run outstanding and none coming: its queued chunks can only be abandoned.
+  static void stop_serving(PostedLane& lane) noexcept;
 
   std::mutex shutdown_mutex_;  // concurrent shutdown() callers wait here
 };

@@ -1,0 +1,164 @@
+// [lanes] on ArenaLanes: arenas made from constraints of different concurrency, and arenas
+// the user owns. Labelled [tbb] and kept out of ThreadSanitizer runs: Debian's libtbb is not
+// instrumented. The shared scenarios are in lane_scenarios.hpp.
+// core_type in task_arena::constraints is a preview in oneTBB 2021 (one TU here uses TBB).
+#define TBB_PREVIEW_TASK_ARENA_CONSTRAINTS_EXTENSION 1
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <tuple>
+
+#include "ata/runtime/arena_lanes.hpp"
+#include "lanes/lane_kinds.hpp"
+
+namespace ata::testing {
+namespace tbb = oneapi::tbb;
+
+// Lane i may use 2 threads when i is even, 1 when odd.
+inline int concurrency_of(std::size_t lane) { return lane % 2 == 0 ? 2 : 1; }
+
+// Arenas the lanes make from constraints.
+struct ArenasFromConstraints {
+  static constexpr std::string_view name = "ArenaLanes from constraints";
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+    std::vector<tbb::task_arena::constraints> parts(options.workers());
+    for (std::size_t i = 0; i < parts.size(); ++i) parts[i].set_max_concurrency(concurrency_of(i));
+    return std::make_unique<ata::runtime::ArenaLanes>(parts, options);
+  }
+};
+
+// Arenas of the user's, which outlive the lanes.
+struct UserArenas {
+  static constexpr std::string_view name = "ArenaLanes on user arenas";
+  UserArenas() {
+    for (std::size_t i = 0; i < kMaxLanes; ++i) {
+      arenas.push_back(std::make_unique<tbb::task_arena>(concurrency_of(i), 0));
+    }
+  }
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+    std::vector<tbb::task_arena*> used;
+    for (std::size_t i = 0; i < options.workers(); ++i) used.push_back(arenas[i].get());
+    return std::make_unique<ata::runtime::ArenaLanes>(used, options);
+  }
+  std::vector<std::unique_ptr<tbb::task_arena>> arenas;
+};
+
+}  // namespace ata::testing
+
+using LaneKinds = std::tuple<ata::testing::ArenasFromConstraints, ata::testing::UserArenas>;
+#define ATA_LANES_TAG "[tbb]"
+#define ATA_LANES_PREFIX "arena lanes: "
+#include "lanes/lane_scenarios.hpp"
+
+namespace ata::testing::lanes {
+
+namespace {
+
+std::size_t thread_limit() {
+  return tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB inside it too",
+                        "[lanes][tbb]", LaneKinds) {
+  CAPTURE(TestType::name);
+  TestType kind;
+  auto lanes = kind.make(rt::PoolOptions(3));
+  auto policy = ata::make_policy("pull", 3);
+  rt::BatchScheduler scheduler(*lanes, *policy);
+  const auto result = scheduler.run(12, [](const rt::TaskContext& ctx) {
+    std::atomic<std::size_t> sum = 0;
+    tbb::parallel_for(std::size_t{0}, std::size_t{100}, [&](std::size_t k) { sum.fetch_add(k); });
+    const bool right_arena =
+        tbb::this_task_arena::max_concurrency() == concurrency_of(ctx.worker());
+    return right_arena && sum.load() == 4950;
+  });
+  for (std::size_t j = 0; j < 12; ++j) CHECK(result.values[j]);
+}
+
+TEST_CASE("arena lanes: every lane of every live set gets a thread at once", "[lanes][tbb]") {
+  const std::size_t before = thread_limit();
+  {
+    // Two sets of 2 and 3 lanes, every task waiting until all 5 run: on this machine's
+    // default of 2 threads, or with each set raising the limit for itself (TBB keeps the
+    // smallest), some would never start.
+    ArenasFromConstraints kind;
+    auto small = kind.make(rt::PoolOptions(2));
+    auto large = kind.make(rt::PoolOptions(3));
+    CHECK(thread_limit() >= 1 + (2 + 1) + (2 + 1 + 2));
+    std::atomic<int> inside = 0;
+    const auto task = [&](const rt::TaskContext&) {
+      inside.fetch_add(1);
+      return eventually([&] { return inside.load() == 5; });
+    };
+    ata::UniformPolicy two(2);
+    ata::UniformPolicy three(3);
+    rt::BatchScheduler on_small(*small, two);
+    rt::BatchScheduler on_large(*large, three);
+    auto first = std::async(std::launch::async, [&] { return on_small.run(2, task); });
+    const auto second = on_large.run(3, task);
+    for (bool all : first.get().values) CHECK(all);
+    for (bool all : second.values) CHECK(all);
+  }
+  // The limit is TBB's own again once the lanes are gone.
+  CHECK(thread_limit() == before);
+}
+
+// Reading the topology loads libtbbbind with RTLD_DEEPBIND, which AddressSanitizer's runtime
+// refuses (it aborts): not under ASan.
+#ifndef __SANITIZE_ADDRESS__
+TEST_CASE("arena lanes: one lane per NUMA node and core type", "[lanes][tbb]") {
+  // One lane on this machine (one node, one core type); on a hybrid or multi-socket machine,
+  // one per part, each running its tasks on its own cores.
+  std::vector<tbb::task_arena::constraints> parts;
+  for (const auto node : tbb::info::numa_nodes()) {
+    for (const auto type : tbb::info::core_types()) {
+      parts.push_back(tbb::task_arena::constraints{}.set_numa_id(node).set_core_type(type));
+    }
+  }
+  REQUIRE_FALSE(parts.empty());
+  rt::ArenaLanes lanes(parts);
+  ata::AtaAutoPolicy policy(lanes.size());
+  rt::BatchScheduler scheduler(lanes, policy);
+  const auto result = scheduler.run(4 * parts.size(), [&](const rt::TaskContext& ctx) {
+    return tbb::this_task_arena::max_concurrency() ==
+           tbb::info::default_concurrency(parts[ctx.worker()]);
+  });
+  for (bool right : result.values) CHECK(right);
+}
+#endif
+
+TEST_CASE("arena lanes: a user arena with a slot reserved for masters still runs its lane",
+          "[lanes][tbb]") {
+  tbb::task_arena reserved(1, 1);
+  rt::ArenaLanes lanes(std::vector<tbb::task_arena*>{&reserved});
+  ata::UniformPolicy policy(1);
+  rt::BatchScheduler scheduler(lanes, policy);
+  CHECK(scheduler.run(3, [](const rt::TaskContext& ctx) { return ctx.task(); }).values ==
+        std::vector<std::size_t>{0, 1, 2});
+}
+
+TEST_CASE("arena lanes: no parts, no arenas, a null arena and bad options are refused",
+          "[lanes][tbb][errors]") {
+  CHECK_THROWS_MATCHES(rt::ArenaLanes(std::vector<tbb::task_arena::constraints>{}),
+                       ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("needs at least one part")));
+  CHECK_THROWS_MATCHES(rt::ArenaLanes(std::vector<tbb::task_arena*>{}), ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("needs at least one arena")));
+  tbb::task_arena arena(1, 0);
+  CHECK_THROWS_MATCHES(rt::ArenaLanes(std::vector<tbb::task_arena*>{&arena, nullptr}),
+                       ata::InvalidArgument, MessageMatches(ContainsSubstring("arena 1 is null")));
+  CHECK_THROWS_MATCHES(
+      rt::ArenaLanes(std::vector<tbb::task_arena::constraints>(2), rt::PoolOptions(3)),
+      ata::InvalidArgument,
+      MessageMatches(ContainsSubstring("2 launchers for options of 3 workers")));
+  rt::PoolOptions pinned(1);
+  pinned.set_cpu(0, 0);
+  CHECK_THROWS_MATCHES(rt::ArenaLanes(std::vector<tbb::task_arena*>{&arena}, pinned),
+                       ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("lane 0 is pinned to CPU 0")));
+}
+
+}  // namespace ata::testing::lanes
