@@ -42,6 +42,7 @@ struct Config {
   std::size_t warmup = 300;
   std::uint64_t seed = 1;
   bool slow = false;
+  bool takeovers = false;
 };
 
 struct Request {
@@ -130,6 +131,7 @@ class QueueSimulation {
         "than 4n wait); more than 4n tasks waiting %.2f%% of the time\n",
         100 * idle_while_waiting_ / worker_time, 100 * idle_while_congested_ / worker_time,
         100 * congested_ / elapsed_);
+    if (c_.takeovers) std::printf("  take-overs: %zu\n", takeovers_);
     if (!c_.slow || pull_) return;
     const double threshold = 0.9 * ms(0.99) * 1e-3;
     for (std::size_t r = c_.warmup; r < requests_.size(); ++r) {
@@ -210,7 +212,7 @@ class QueueSimulation {
       id = pulled_.front();
       ++requests_[id].handed_out;
     } else {
-      if (queue_[worker].empty()) return;
+      if (queue_[worker].empty() && !(c_.takeovers && take_over(worker))) return;
       id = queue_[worker].front();
       queue_[worker].pop_front();
     }
@@ -231,6 +233,30 @@ class QueueSimulation {
       if (!pull_) learn(r);
     }
     start_next(worker, now);
+  }
+
+  // An idle worker with an empty queue takes the unstarted task that would end last (the back
+  // of the queue whose expected end is latest), if it expects to end it sooner, as the
+  // runtime's backup rule does with its take-overs. The backlog moves with the task.
+  bool take_over(std::size_t idle) {
+    const auto& means = scenario_.means();
+    std::size_t victim = n_;
+    double latest = means[idle];
+    for (std::size_t j = 0; j < n_; ++j) {
+      if (j == idle || queue_[j].empty()) continue;
+      const double end = (static_cast<double>(queue_[j].size()) + (busy_[j] ? 0.5 : 0.0)) * means[j];
+      if (end > latest) {
+        latest = end;
+        victim = j;
+      }
+    }
+    if (victim == n_) return false;
+    queue_[idle].push_back(queue_[victim].back());
+    queue_[victim].pop_back();
+    --added_[victim];
+    ++added_[idle];
+    ++takeovers_;
+    return true;
   }
 
   // As the runtime: when the batch is complete, every task time, or one summary per worker.
@@ -268,6 +294,7 @@ class QueueSimulation {
   double idle_while_waiting_ = 0.0;    // worker-seconds
   double idle_while_congested_ = 0.0;  // worker-seconds, more than 4n tasks waiting
   double congested_ = 0.0;             // seconds with more than 4n tasks waiting
+  std::size_t takeovers_ = 0;
 };
 
 }  // namespace
@@ -290,6 +317,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--seed", c.seed, "arrivals, sizes, task times, ata-auto's draws");
   app.add_flag("--slow", c.slow, "print the allocation and backlog of the slowest requests");
+  app.add_flag("--takeovers", c.takeovers,
+               "an idle worker takes over the unstarted task expected to end last elsewhere");
   try {
     app.parse(argc, argv);
     if (c.samples_max < c.samples) c.samples_max = c.samples;
