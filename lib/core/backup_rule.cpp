@@ -64,9 +64,9 @@ BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {
   for (std::size_t i = 0; i < workers.size() && options_.take_overs; ++i) {
     const BackupWorker& w = workers[i];
     const double m = mean_or(w, fallback);
-    if (w.unstarted == 0 || m < helper.mean) continue;  // a slower helper costs worker time
+    if (w.unstarted == 0 || (m < helper.mean && !w.stalled)) continue;  // a slower helper costs
     const double remaining = w.running ? std::max(m - w.elapsed, 0.0) : 0.0;
-    const double finish = remaining + static_cast<double>(w.unstarted) * m;
+    const double finish = w.stalled ? kInfinity : remaining + static_cast<double>(w.unstarted) * m;
     if (victim == kNone || finish > latest) {
       victim = i;
       latest = finish;

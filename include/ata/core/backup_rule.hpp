@@ -52,6 +52,10 @@ struct BackupWorker {
   /// Idle and free to help: it had a share of the batch and has finished it. A worker the
   /// allocation gave nothing never helps, so that backups never undo the allocation's choice.
   bool available = false;
+  /// Quarantined: a task elsewhere has run far past its deadline on it (a thread runtime's
+  /// stuck worker), so its unstarted tasks are expected never to finish and any available
+  /// worker takes them over.
+  bool stalled = false;
 };
 
 /// What one available worker should do now.
@@ -85,7 +89,8 @@ struct BackupAction {
 /// 1. Take-over (unless BackupOptions::take_overs is false): the worker whose last unstarted task
 /// is expected to finish last (its running
 ///    copy's expected remaining time, mean - elapsed, plus unstarted x mean) gives that task to
-///    the available worker when the latter's mean is below that expected finish.
+///    the available worker when the latter's mean is below that expected finish (always, when
+///    the worker is stalled).
 /// 2. Backup copy: of the running copy most overdue (largest elapsed / threshold), when fewer
 ///    than max_copies copies of its task run, it has run threshold_multiple x its worker's mean,
 ///    and at least the available worker's mean (a copy that has run t is, under heavy tails,
