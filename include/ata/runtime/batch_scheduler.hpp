@@ -121,6 +121,11 @@ class BatchScheduler {
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
     check_batch(batch);  // before B sizes anything
+    if constexpr (!std::is_lvalue_reference_v<Task> && std::is_move_constructible_v<Task>) {
+      if (options_.backups() != Backups::off || options_.retries() > 0) {
+        return run_handed_over<Task, Result>(batch, std::move(task), options);
+      }
+    }
     detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, lanes_.size());
     BatchResult<Result> result;
     std::vector<std::size_t> slot_order;
@@ -150,6 +155,32 @@ class BatchScheduler {
 
  private:
   friend class detail::BatchOperation;
+
+  // run() for a task handed over (an rvalue) with backups or retries on: the batch owns its
+  // own copy of the task and its result slots, so that run() returns once every index has a
+  // result while late copies of a task finish in the background.
+  template <class Task, class Result>
+  BatchResult<Result> run_handed_over(std::size_t batch, Task&& task, const BatchOptions& options) {
+    struct Owned {
+      Owned(Task&& t, std::size_t b, std::size_t n) : task(std::move(t)), body(task, b, n) {}
+      Task task;
+      detail::TypedTaskBody<Task, Result> body;
+    };
+    std::shared_ptr<Owned> owned;
+    std::shared_ptr<detail::BlockingOperation> operation;
+    try {
+      owned = std::make_shared<Owned>(std::move(task), batch, lanes_.size());
+      operation =
+          std::make_shared<detail::BlockingOperation>(*this, batch, owned->body, options, owned);
+    } catch (const std::bad_alloc&) {
+      detail::throw_out_of_memory(batch, "operation");
+    }
+    BatchResult<Result> result;
+    std::vector<std::size_t> slot_order;
+    operation->run(result.report, slot_order);
+    if constexpr (!std::is_void_v<Result>) result.values = owned->body.take(slot_order);
+    return result;
+  }
 
   Lanes& lanes_;
   Policy& policy_;
