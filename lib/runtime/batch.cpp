@@ -342,12 +342,12 @@ bool Batch::results_complete() const noexcept {
   return false;
 }
 
-bool Batch::decide(Outcome outcome, const std::exception_ptr& error) noexcept {
+bool Batch::decide(Outcome outcome, std::exception_ptr error) noexcept {
   {
     std::lock_guard lock(outcome_mutex_);
     if (outcome_ != Outcome::pending) return false;
     outcome_ = outcome;
-    error_ = error;
+    error_ = std::move(error);
   }
   stop_.request_stop();
   if (tracked_) {

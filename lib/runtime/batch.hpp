@@ -197,8 +197,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   [[nodiscard]] bool results_complete() const noexcept;
 
   // The first decision wins: sets the outcome, requests stop and closes. Returns whether this
-  // call decided.
-  bool decide(Outcome outcome, const std::exception_ptr& error) noexcept;
+  // call decided. Takes the error by value: a worker passing its last reference keeps none
+  // that could outlive the caller's own (the exception must die where it is caught).
+  bool decide(Outcome outcome, std::exception_ptr error) noexcept;
   [[nodiscard]] bool try_enter() noexcept;
   void leave() noexcept;
   void close() noexcept;

@@ -37,6 +37,7 @@ void Batch::run_tracked(Lane& worker) {
   me.inside = true;
   me.summoned = false;
   me.entered = true;
+  std::exception_ptr failure;
   try {
     while (!t.released && !stop_.stop_requested()) {
       const Pick pick = pick_task(i);
@@ -104,7 +105,7 @@ void Batch::run_tracked(Lane& worker) {
           continue;
         }
         lock.unlock();
-        decide(Outcome::failed, error);
+        decide(Outcome::failed, std::move(error));
         lock.lock();
         break;
       }
@@ -125,10 +126,13 @@ void Batch::run_tracked(Lane& worker) {
       if (last) break;
     }
   } catch (...) {
-    // accept() or a fresh stop source failed: the batch fails with it.
-    const std::exception_ptr error = std::current_exception();
+    failure = std::current_exception();
+  }
+  if (failure) {
+    // accept() or a fresh stop source failed: the batch fails with it (decided outside the
+    // handler, so that this thread holds no reference once the caller has the exception).
     if (lock.owns_lock()) lock.unlock();
-    decide(Outcome::failed, error);
+    decide(Outcome::failed, std::move(failure));
     lock.lock();
   }
   me.inside = false;
