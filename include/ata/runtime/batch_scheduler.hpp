@@ -64,8 +64,16 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// teaches nothing: its time was cut short. SchedulerOptions::set_time_chunks() trades the
 /// per-task times of allocated batches for one clock read per chunk.
 ///
+/// Stragglers (SchedulerOptions::set_backups(), set_retries(); docs/stragglers.md): in an
+/// allocated batch, a worker done with its share takes over tasks other shares have not
+/// started and runs backup copies of tasks running past a multiple of their worker's learned
+/// mean (ata::BackupRule, the simulator's rule); the first copy to finish gives the result,
+/// exactly one per index; the others are stopped and the policy hears
+/// Policy::observe_censored() for them. A throwing task may be retried on another worker. A
+/// worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
+///
 /// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
-/// inside its task any more. It does not wait for workers that never got to it: in pull and
+/// inside its task any more (but see run() for a task handed over). It does not wait for workers that never got to it: in pull and
 /// greedy modes, a worker busy elsewhere that reaches the batch's chunk afterwards skips it.
 ///
 /// Cost: B is at most kMaxBatch. A batch keeps about 32 bytes per task that ran (its
@@ -96,9 +104,18 @@ class BatchScheduler {
 
   /// Runs B = `batch` tasks and returns their results by task index, with the round report.
   /// `task` is called as task(const TaskContext&) on several workers at once, so it must be
-  /// safe to call concurrently; it returns a movable value or void. run() returns only when
-  /// no worker runs `task` any more, and no worker calls it afterwards, so `task` may capture
-  /// locals by reference. Thread-safe.
+  /// safe to call concurrently; it returns a movable value or void. Thread-safe.
+  ///
+  /// When run() returns depends on how `task` is passed:
+  /// - by lvalue reference (`run(b, task)`), or with backups and retries off: only when no
+  ///   worker runs `task` any more, and no worker calls it afterwards, so `task` may capture
+  ///   locals by reference. A task that never returns makes run() wait forever.
+  /// - handed over as an rvalue (`run(b, [=](auto& ctx) {...})`, `run(b, std::move(task))`)
+  ///   with backups or retries on (SchedulerOptions): the batch moves the task into storage
+  ///   of its own and run() returns as soon as every task index has a result; copies still
+  ///   running (a backup's loser that ignores its stop request, a stuck worker) finish in the
+  ///   background on that moved task, their results discarded. Such a task must not capture
+  ///   locals by reference; share state through values or std::shared_ptr captures.
   ///
   /// Throws:
   /// - ata::InvalidArgument for batch = 0 or batch > kMaxBatch;
