@@ -131,9 +131,9 @@ TEST_CASE("a blocked worker: the batch completes without it, it is quarantined, 
     bool released = false;
   };
   const auto gate = std::make_shared<Gate>();
-  // Handed over by value: run() may return while a copy still runs on its own copy.
+  // Handed over as a shared pointer: run() may return while a copy of it still runs.
   const auto make_task = [gate] {
-    return [gate](const rt::TaskContext& ctx) {
+    auto task = [gate](const rt::TaskContext& ctx) {
       if (ctx.worker() == 0 && gate->armed.exchange(false)) {
         gate->blocked = true;
         std::unique_lock lock(gate->mutex);  // ignores its stop request
@@ -144,6 +144,7 @@ TEST_CASE("a blocked worker: the batch completes without it, it is quarantined, 
       }
       return ctx.task();
     };
+    return std::make_shared<decltype(task)>(std::move(task));
   };
   for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, make_task());
   gate->armed = true;
@@ -179,6 +180,37 @@ TEST_CASE("a blocked worker: the batch completes without it, it is quarantined, 
   CHECK(report.allocation[0] > 0);
   CHECK(std::any_of(report.tasks.begin(), report.tasks.end(),
                     [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; }));
+}
+
+TEST_CASE("a task not handed over is waited for, even a stopped copy that ignores its stop",
+          "[runtime][stragglers]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 4;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, with_backups());
+  std::atomic<bool> spike{false};
+  std::atomic<bool> slow_copy_running{false};
+  // Captures by reference: run() must not return while a copy still runs.
+  const auto task = [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 0 && spike.exchange(false)) {
+      slow_copy_running = true;
+      std::this_thread::sleep_for(150ms);  // ignores its stop request
+      slow_copy_running = false;
+    } else {
+      std::this_thread::sleep_for(1ms);
+    }
+    return ctx.task();
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, task);
+  spike = true;
+  auto [values, report] = scheduler.run(kBatch, task);
+  check_exactly_once(values, report, kBatch);
+  CHECK_FALSE(slow_copy_running.load());
+  CHECK(report.wall >= 150ms);
+  CHECK(report.backup_copies + report.takeovers >= 1);
+  CHECK_THROWS_WITH(scheduler.run(kBatch, std::shared_ptr<decltype(task)>()),
+                    ContainsSubstring("null pointer"));
 }
 
 TEST_CASE("a throwing task is retried on another worker, up to the limit",

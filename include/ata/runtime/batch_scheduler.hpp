@@ -73,8 +73,9 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
 ///
 /// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
-/// inside its task any more (but see run() for a task handed over). It does not wait for workers that never got to it: in pull and
-/// greedy modes, a worker busy elsewhere that reaches the batch's chunk afterwards skips it.
+/// inside its task any more (but see run() for a task handed over as a std::shared_ptr). It does
+/// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
+/// that reaches the batch's chunk afterwards skips it.
 ///
 /// Cost: B is at most kMaxBatch. A batch keeps about 32 bytes per task that ran (its
 /// TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in greedy mode) plus,
@@ -106,16 +107,12 @@ class BatchScheduler {
   /// `task` is called as task(const TaskContext&) on several workers at once, so it must be
   /// safe to call concurrently; it returns a movable value or void. Thread-safe.
   ///
-  /// When run() returns depends on how `task` is passed:
-  /// - by lvalue reference (`run(b, task)`), or with backups and retries off: only when no
-  ///   worker runs `task` any more, and no worker calls it afterwards, so `task` may capture
-  ///   locals by reference. A task that never returns makes run() wait forever.
-  /// - handed over as an rvalue (`run(b, [=](auto& ctx) {...})`, `run(b, std::move(task))`)
-  ///   with backups or retries on (SchedulerOptions): the batch moves the task into storage
-  ///   of its own and run() returns as soon as every task index has a result; copies still
-  ///   running (a backup's loser that ignores its stop request, a stuck worker) finish in the
-  ///   background on that moved task, their results discarded. Such a task must not capture
-  ///   locals by reference; share state through values or std::shared_ptr captures.
+  /// run() returns only when no worker runs `task` any more, and no worker calls it
+  /// afterwards, so `task` may capture locals by reference: a copy that ignores its stop
+  /// request (a stopped backup, a stuck worker's task) is waited for, and a task that never
+  /// returns makes run() wait forever. To return as soon as every index has a result, hand
+  /// the task over as a std::shared_ptr (the overload below). A task passed as an rvalue is
+  /// not taken as handed over: a lambda literal is an rvalue but often captures by reference.
   ///
   /// Throws:
   /// - ata::InvalidArgument for batch = 0 or batch > kMaxBatch;
@@ -138,11 +135,6 @@ class BatchScheduler {
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
     check_batch(batch);  // before B sizes anything
-    if constexpr (!std::is_lvalue_reference_v<Task> && std::is_move_constructible_v<Task>) {
-      if (options_.backups() != Backups::off || options_.retries() > 0) {
-        return run_handed_over<Task, Result>(batch, std::move(task), options);
-      }
-    }
     detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, lanes_.size());
     BatchResult<Result> result;
     std::vector<std::size_t> slot_order;
@@ -154,6 +146,44 @@ class BatchScheduler {
     }
     operation->run(result.report, slot_order);
     if constexpr (!std::is_void_v<Result>) result.values = body.take(slot_order);
+    return result;
+  }
+
+  /// As run() above, for a task handed over as a shared pointer: the batch keeps `task` (and
+  /// its result slots) alive for as long as a copy of it runs. With backups or retries on,
+  /// run() then returns as soon as every task index has a result, while late copies (a
+  /// stopped backup that ignores its stop request, a stuck worker's task) finish in the
+  /// background; their results are discarded. Throws as run() above; ata::InvalidArgument for
+  /// a null `task`.
+  template <class Task>
+  requires std::invocable<Task&, const TaskContext&> BatchResult<TaskResult<Task>> run(
+      std::size_t batch, std::shared_ptr<Task> task, const BatchOptions& options = {}) {
+    using Result = TaskResult<Task>;
+    static_assert(std::is_void_v<Result> ||
+                      (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
+                  "a task returns void or a movable value (not a reference)");
+    check_batch(batch);
+    if (!task) throw InvalidArgument("run(): the task handed over is a null pointer");
+    // The task and its result slots, owned together by the caller and the batch.
+    struct Owned {
+      Owned(std::shared_ptr<Task> t, std::size_t b, std::size_t n)
+          : task(std::move(t)), body(*task, b, n) {}
+      std::shared_ptr<Task> task;
+      detail::TypedTaskBody<Task, Result> body;
+    };
+    std::shared_ptr<Owned> owned;
+    std::shared_ptr<detail::BlockingOperation> operation;
+    try {
+      owned = std::make_shared<Owned>(std::move(task), batch, lanes_.size());
+      operation =
+          std::make_shared<detail::BlockingOperation>(*this, batch, owned->body, options, owned);
+    } catch (const std::bad_alloc&) {
+      detail::throw_out_of_memory(batch, "operation");
+    }
+    BatchResult<Result> result;
+    std::vector<std::size_t> slot_order;
+    operation->run(result.report, slot_order);
+    if constexpr (!std::is_void_v<Result>) result.values = owned->body.take(slot_order);
     return result;
   }
 
@@ -172,32 +202,6 @@ class BatchScheduler {
 
  private:
   friend class detail::BatchOperation;
-
-  // run() for a task handed over (an rvalue) with backups or retries on: the batch owns its
-  // own copy of the task and its result slots, so that run() returns once every index has a
-  // result while late copies of a task finish in the background.
-  template <class Task, class Result>
-  BatchResult<Result> run_handed_over(std::size_t batch, Task&& task, const BatchOptions& options) {
-    struct Owned {
-      Owned(Task&& t, std::size_t b, std::size_t n) : task(std::move(t)), body(task, b, n) {}
-      Task task;
-      detail::TypedTaskBody<Task, Result> body;
-    };
-    std::shared_ptr<Owned> owned;
-    std::shared_ptr<detail::BlockingOperation> operation;
-    try {
-      owned = std::make_shared<Owned>(std::move(task), batch, lanes_.size());
-      operation =
-          std::make_shared<detail::BlockingOperation>(*this, batch, owned->body, options, owned);
-    } catch (const std::bad_alloc&) {
-      detail::throw_out_of_memory(batch, "operation");
-    }
-    BatchResult<Result> result;
-    std::vector<std::size_t> slot_order;
-    operation->run(result.report, slot_order);
-    if constexpr (!std::is_void_v<Result>) result.values = owned->body.take(slot_order);
-    return result;
-  }
 
   Lanes& lanes_;
   Policy& policy_;
