@@ -11,6 +11,9 @@
 //   ./build/bench/ata_bench_heterogeneous [--rounds 200] [--unit-us 50] [--preset linear]
 //       [--outage 0.01 --backups on --strategies ofta,ata-auto]
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <memory>
+#include <utility>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -74,27 +77,48 @@ std::unique_ptr<ata::Policy> make(const std::string& name, const ata::sim::Scena
   return ata::make_policy(name, seconds.workers(), options);
 }
 
-Totals run_threads(const Config& c, const ata::sim::Scenario& scenario, const std::string& name,
-                   const std::string& backups) {
+// One strategy on a pool of its own.
+struct ThreadRun {
+  ThreadRun(const Config& c, const ata::sim::Scenario& scenario, const std::string& name,
+            const std::string& backups, std::chrono::nanoseconds unit)
+      : pool(ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed)),
+        policy(make(name, scenario.scaled(Seconds(unit).count()))),
+        scheduler(pool, *policy,
+                  ata::runtime::SchedulerOptions{}.set_backups(backups_mode(backups))) {}
+  ata::runtime::WorkerPool pool;
+  std::unique_ptr<ata::Policy> policy;
+  ata::runtime::BatchScheduler scheduler;
+  Totals totals;
+};
+
+// Each (strategy, backups) on its own pool, round k of each before round k + 1 of any: the
+// machine's load (2 cores shared with builds) drifts over a run, and interleaving the rounds
+// lets the drift fall on every strategy alike.
+std::vector<Totals> run_threads(const Config& c, const ata::sim::Scenario& scenario,
+                                const std::vector<std::pair<std::string, std::string>>& runs) {
   const auto unit = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::micro>(c.unit_us));
-  ata::runtime::WorkerPool pool(
-      ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed));
-  auto policy = make(name, scenario.scaled(Seconds(unit).count()));
-  ata::runtime::BatchScheduler scheduler(
-      pool, *policy, ata::runtime::SchedulerOptions{}.set_backups(backups_mode(backups)));
-  Totals t;
-  for (std::size_t k = 0; k < c.rounds; ++k) {
-    const auto report = scheduler.run(c.batch, [](const ata::runtime::TaskContext&) {}).report;
-    const double overhead = Seconds(report.overhead()).count();
-    t.wall += Seconds(report.wall).count();
-    t.worker += Seconds(report.worker_time()).count();
-    t.takeovers += report.takeovers;
-    t.backup_copies += report.backup_copies;
-    t.overhead += overhead;
-    t.worst_overhead = std::max(t.worst_overhead, overhead);
+  std::vector<std::unique_ptr<ThreadRun>> live;
+  for (const auto& [name, backups] : runs) {
+    live.push_back(std::make_unique<ThreadRun>(c, scenario, name, backups, unit));
   }
-  return t;
+  for (std::size_t k = 0; k < c.rounds; ++k) {
+    for (auto& run : live) {
+      const auto report =
+          run->scheduler.run(c.batch, [](const ata::runtime::TaskContext&) {}).report;
+      Totals& t = run->totals;
+      const double overhead = Seconds(report.overhead()).count();
+      t.wall += Seconds(report.wall).count();
+      t.worker += Seconds(report.worker_time()).count();
+      t.takeovers += report.takeovers;
+      t.backup_copies += report.backup_copies;
+      t.overhead += overhead;
+      t.worst_overhead = std::max(t.worst_overhead, overhead);
+    }
+  }
+  std::vector<Totals> totals;
+  for (const auto& run : live) totals.push_back(run->totals);
+  return totals;
 }
 
 Totals run_virtual(const Config& c, const ata::sim::Scenario& seconds, const std::string& name,
@@ -145,28 +169,39 @@ int main(int argc, char** argv) {
         c.preset.c_str(), c.workers, c.batch, c.rounds, c.unit_us,
         static_cast<unsigned long long>(c.seed), c.outage, c.timeout_multiple, c.backups.c_str());
     // The reference: OFTA without backups, on threads and in virtual time.
-    const Totals oracle_threads = run_threads(c, scenario, "ofta", "off");
+    std::vector<std::pair<std::string, std::string>> runs{{"ofta", "off"}};
+    std::vector<std::string> names;
+    std::stringstream list(c.strategies);
+    for (std::string name; std::getline(list, name, ',');) {
+      names.push_back(name);
+      if (c.backups != "off" || name != "ofta") runs.emplace_back(name, c.backups);
+    }
+    const std::vector<Totals> threads = run_threads(c, scenario, runs);
+    const Totals& oracle_threads = threads.front();
     const Totals oracle_virtual = run_virtual(c, seconds, "ofta", "off");
-    std::printf("reference OFTA without backups: %.3f s wall, %.3f s worker time on threads\n",
-                oracle_threads.wall, oracle_threads.worker);
-    std::printf("%-8s | %9s %6s | %9s %6s | %8s %8s | %7s | %9s %9s | %12s %10s\n", "", "wall (s)",
-                "/ref", "worker (s)", "/ref", "sim wall", "sim work", "wall vs", "takeovers",
-                "copies", "overhead/rnd", "of wall");
-    std::stringstream names(c.strategies);
-    for (std::string name; std::getline(names, name, ',');) {
-      const Totals t = c.backups == "off" && name == "ofta"
-                           ? oracle_threads
-                           : run_threads(c, scenario, name, c.backups);
+    std::printf(
+        "reference OFTA without backups: %.3f s wall, %.3f s worker time on threads; %.3f s, "
+        "%.3f s in virtual time\n",
+        oracle_threads.wall, oracle_threads.worker, oracle_virtual.wall, oracle_virtual.worker);
+    std::printf("%-8s | %9s %6s | %9s %6s | %8s %8s | %7s | %9s %9s | %12s %10s %10s\n", "",
+                "wall (s)", "/ref", "worker (s)", "/ref", "sim wall", "sim work", "wall vs",
+                "takeovers", "copies", "overhead/rnd", "of wall", "worst rnd");
+    for (const std::string& name : names) {
+      const auto at = std::find_if(runs.begin() + 1, runs.end(),
+                                   [&](const auto& run) { return run.first == name; });
+      const Totals& t =
+          at == runs.end() ? oracle_threads : threads[static_cast<std::size_t>(at - runs.begin())];
       const Totals v = run_virtual(c, seconds, name, c.backups);
       const double wall = t.wall / oracle_threads.wall;
       const double sim_wall = v.wall / oracle_virtual.wall;
       std::printf(
           "%-8s | %9.3f %6.3f | %9.3f %6.3f | %8.3f %8.3f | %+6.1f%% | %4zu %4zu %4zu %4zu | %9.1f "
-          "us %9.2f%%\n",
+          "us %9.2f%% %7.1f ms\n",
           name.c_str(), t.wall, wall, t.worker, t.worker / oracle_threads.worker, sim_wall,
           v.worker / oracle_virtual.worker, 100.0 * (wall / sim_wall - 1.0), t.takeovers,
           v.takeovers, t.backup_copies, v.backup_copies,
-          1e6 * t.overhead / static_cast<double>(c.rounds), 100.0 * t.overhead / t.wall);
+          1e6 * t.overhead / static_cast<double>(c.rounds), 100.0 * t.overhead / t.wall,
+          1e3 * t.worst_overhead);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {
