@@ -48,7 +48,8 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
     throw Error("cannot start " + std::to_string(config.scenario.workers()) +
                 " worker threads: " + e.code().message() + " (use fewer workers)");
   }
-  runtime::BatchScheduler scheduler(*pool, *policy);
+  runtime::BatchScheduler scheduler(*pool, *policy,
+                                    runtime::SchedulerOptions{}.set_backups(config.backups));
 
   TrainingRun run;
   run.name = std::string(strategy);

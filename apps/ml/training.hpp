@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ata/core/make_policy.hpp"
+#include "ata/runtime/batch_options.hpp"
 #include "ata/sim/scenario.hpp"
 #include "problems.hpp"
 
@@ -33,6 +34,7 @@ struct TrainingConfig {
   double target_gap = 0.05;
   std::uint64_t seed = 1;
   PolicyOptions policy;  ///< alpha (seconds), eta; OFTA's means are set from the scenario
+  runtime::Backups backups = runtime::Backups::off;  ///< of allocated strategies
 };
 
 struct TrainingPoint {

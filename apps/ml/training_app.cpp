@@ -114,7 +114,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     const nlohmann::json summary{{"problem", problem->describe()}, {"method", method == Method::sgd ? "sgd" : "prox"},
                                  {"scenario", config.scenario.name()}, {"workers", config.scenario.workers()},
                                  {"batch", config.batch}, {"max_rounds", config.max_rounds}, {"seed", o.seed},
-                                 {"unit_us", o.unit_us}, {"step", config.step}, {"optimal_loss", problem->optimal_loss()},
+                                 {"unit_us", o.unit_us}, {"backups", o.backups}, {"step", config.step}, {"optimal_loss", problem->optimal_loss()},
                                  {"target_gap", o.target_gap * initial_gap}, {"strategies", strategies}};
     apps::write_file(o.json_path, summary.dump(2) + "\n");
     std::printf("wrote %s\n", o.json_path.c_str());
@@ -200,6 +200,9 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   const auto means = true_means_seconds(config);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
+  config.backups = o.backups == "on"       ? runtime::Backups::on
+                   : o.backups == "copies" ? runtime::Backups::copies
+                                           : runtime::Backups::off;
   return config;
 }
 
