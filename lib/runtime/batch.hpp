@@ -37,11 +37,12 @@ enum class Timing : std::uint8_t {
 
 // An allocated batch with backups or retries ("tracked"): what it needs beyond the plain mode.
 struct Recovery {
-  BackupOptions backups;           // the rule's settings; enabled = false: retries only
-  std::size_t retries = 0;         // attempts after the first, per task
-  double stuck_after = 16.0;       // x a lane's mean: past it, the lane counts as stuck
-  std::vector<double> means;       // each lane's learned mean when allocated (0: unknown)
-  DeadlineTimer* timer = nullptr;  // wakes an idle lane when a running task becomes overdue
+  BackupOptions backups;            // the rule's settings; enabled = false: retries only
+  std::size_t retries = 0;          // attempts after the first, per task
+  double stuck_after = 16.0;        // x a lane's mean: past it, the lane counts as stuck
+  std::vector<double> means;        // each lane's learned mean when allocated (0: unknown)
+  std::vector<std::size_t> counts;  // and how many finished tasks it was learned from
+  DeadlineTimer* timer = nullptr;   // wakes an idle lane when a running task becomes overdue
   // Set when the caller handed the task over: it owns the task body, and the batch completes
   // as soon as every index has a result, late copies finishing on their own.
   std::shared_ptr<void> owner;
@@ -162,6 +163,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   [[nodiscard]] Pick pick_task(std::size_t lane);
   // The rule's view of the batch now; `helper`: the one lane available, or all idle ones.
   void describe(std::size_t helper) noexcept;
+  // Lane `lane`'s learned mean: the policy's when allocated, with this batch's finished
+  // copies added (0: unknown).
+  [[nodiscard]] double mean_of(std::size_t lane) const noexcept;
   // Arms the timer for the next running copy to become overdue for an idle lane.
   void arm_timer() noexcept;
   // On the timer's thread: sends an idle lane to help, or re-arms.
@@ -248,6 +252,10 @@ struct Batch::Tracked {
     std::size_t task = 0;
     TaskClock::Ticks start = 0;
     std::stop_source stop{std::nostopstate};  // the running copy's; replaced once requested
+    // This batch's accepted copies on the lane so far: the rule's means learn from them at
+    // once, as the simulator's policy does, rather than after the batch.
+    double finished_seconds = 0.0;
+    std::size_t finished = 0;
   };
   struct TaskState {
     std::size_t copies = 0;     // running now

@@ -195,7 +195,11 @@ void BatchOperation::submit_now() {
           recovery->retries = options.retries();
           recovery->stuck_after = options.stuck_after();
           recovery->means.resize(workers);
-          for (std::size_t i = 0; i < workers; ++i) recovery->means[i] = policy.stats(i).mean();
+          recovery->counts.resize(workers);
+          for (std::size_t i = 0; i < workers; ++i) {
+            recovery->means[i] = policy.stats(i).mean();
+            recovery->counts[i] = policy.stats(i).count();
+          }
           recovery->timer = &scheduler_.engine_->deadlines;
           recovery->owner = owner_;
         }

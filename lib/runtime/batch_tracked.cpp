@@ -50,7 +50,7 @@ void Batch::run_tracked(Lane& worker) {
       me.task = task;
       me.start = clock_.now();
       const auto started = Lane::Clock::now();
-      const double mean = t.recovery.means[i];
+      const double mean = mean_of(i);
       worker.mark_task(
           started, mean > 0.0
                        ? started + std::chrono::duration_cast<Lane::Clock::duration>(
@@ -111,6 +111,8 @@ void Batch::run_tracked(Lane& worker) {
       }
       // The first copy to end claims the result; the others are stopped.
       state.done = true;
+      me.finished_seconds += std::chrono::duration<double>(duration).count();
+      ++me.finished;
       TaskRecord& record = records_[task];
       record.task = task;
       record.worker = i;
@@ -176,7 +178,7 @@ void Batch::describe(std::size_t helper) noexcept {
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
     BackupWorker& view = t.view[j];
-    view.mean = t.recovery.means[j];
+    view.mean = mean_of(j);
     view.unstarted = lane.back - lane.front;
     view.running = lane.running;
     view.elapsed =
@@ -187,6 +189,15 @@ void Batch::describe(std::size_t helper) noexcept {
                          : j == helper;
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
   }
+}
+
+double Batch::mean_of(std::size_t lane) const noexcept {
+  const Tracked& t = *tracked_;
+  const std::size_t count = t.recovery.counts[lane] + t.lane[lane].finished;
+  if (count == 0) return 0.0;
+  const double sum = t.recovery.means[lane] * static_cast<double>(t.recovery.counts[lane]) +
+                     t.lane[lane].finished_seconds;
+  return sum / static_cast<double>(count);
 }
 
 void Batch::arm_timer() noexcept {
