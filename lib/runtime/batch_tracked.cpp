@@ -180,10 +180,11 @@ void Batch::describe(std::size_t helper) noexcept {
     BackupWorker& view = t.view[j];
     view.mean = mean_of(j);
     view.unstarted = lane.back - lane.front;
-    view.running = lane.running;
-    view.elapsed =
-        lane.running ? std::chrono::duration<double>(elapsed(lane.start, now)).count() : 0.0;
-    view.copies = lane.running ? t.task[lane.task].copies : 0;
+    // A copy whose task has its result is stopped and about to end: not worth a backup.
+    const bool running = lane.running && !t.task[lane.task].done;
+    view.running = running;
+    view.elapsed = running ? std::chrono::duration<double>(elapsed(lane.start, now)).count() : 0.0;
+    view.copies = running ? t.task[lane.task].copies : 0;
     view.available = helper == kNoLane
                          ? allocation_[j] > 0 && lane.entered && !lane.inside && !lane.summoned
                          : j == helper;

@@ -47,6 +47,14 @@ void check_exactly_once(const Values& values, const rt::RoundReport& report, std
   for (std::size_t j = 0; j < batch; ++j) CHECK(report.tasks[j].task == j);
 }
 
+// Without failures a task never has more copies than the rule allows at once: a copy ends by
+// giving the result or by being stopped after another gave it, and none starts after that.
+void check_copies_at_most(const rt::RoundReport& report, std::size_t batch, int copies) {
+  std::vector<int> ran(batch, 0);
+  for (const rt::TaskRecord& record : report.tasks) ++ran[record.task];
+  CHECK(*std::max_element(ran.begin(), ran.end()) <= copies);
+}
+
 rt::SchedulerOptions with_backups(rt::Backups mode = rt::Backups::on) {
   return rt::SchedulerOptions{}.set_backups(mode);
 }
@@ -118,6 +126,7 @@ TEST_CASE("a worker 50x slower on some tasks: backups give each result once, soo
   spikes = true;
   auto [values, report] = scheduler.run(kBatch, task);
   check_exactly_once(values, report, kBatch);
+  check_copies_at_most(report, kBatch, 2);
   // Worker 0's first task is backed up after 4x its 2 ms mean, its unstarted ones taken over:
   // without backups the batch would take 2 x 100 ms.
   CHECK(report.backup_copies + report.takeovers >= 1);
@@ -152,6 +161,7 @@ TEST_CASE("backups work the same on posted lanes", "[runtime][stragglers]") {
   spikes = true;
   auto [values, report] = scheduler.run(kBatch, task);
   check_exactly_once(values, report, kBatch);
+  check_copies_at_most(report, kBatch, 2);
   CHECK(report.backup_copies + report.takeovers >= 1);
   CHECK(report.wall < 200ms);
   lanes.shutdown();  // before the queues go
