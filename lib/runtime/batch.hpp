@@ -256,12 +256,14 @@ struct Batch::Tracked {
     // once, as the simulator's policy does, rather than after the batch.
     double finished_seconds = 0.0;
     std::size_t finished = 0;
+    double stuck_after = 0.0;  // seconds the running copy may run before the lane is stuck
   };
   struct TaskState {
     std::size_t copies = 0;     // running now
     std::size_t failures = 0;   // attempts that threw
     std::size_t failed_on = 0;  // the lane of the last failure
     bool done = false;          // its result is claimed
+    bool failing = false;       // a copy threw while another ran: no new backup copy of it
   };
 
   Tracked(Recovery recovery_in, std::size_t lanes, std::size_t tasks)

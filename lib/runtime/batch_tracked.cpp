@@ -51,11 +51,12 @@ void Batch::run_tracked(Lane& worker) {
       me.start = clock_.now();
       const auto started = Lane::Clock::now();
       const double mean = mean_of(i);
-      worker.mark_task(
-          started, mean > 0.0
-                       ? started + std::chrono::duration_cast<Lane::Clock::duration>(
-                                       std::chrono::duration<double>(t.recovery.stuck_after * mean))
-                       : Lane::Clock::time_point::max());
+      me.stuck_after =
+          mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
+      worker.mark_task(started, mean > 0.0
+                                    ? started + std::chrono::duration_cast<Lane::Clock::duration>(
+                                                    std::chrono::duration<double>(me.stuck_after))
+                                    : Lane::Clock::time_point::max());
       arm_timer();
       const TaskContext ctx(task, i, me.stop.get_token());
       const TaskClock::Ticks start = me.start;
@@ -89,7 +90,10 @@ void Batch::run_tracked(Lane& worker) {
       if (error) {
         if (stop_.stop_requested()) break;
         t.discarded.push_back({task, i, duration, false});
-        if (state.copies > 0) continue;  // another copy may still give the result
+        if (state.copies > 0) {
+          state.failing = true;  // the copy still running gives the result or the error
+          continue;
+        }
         if (state.failures < t.recovery.retries) {
           ++state.failures;
           state.failed_on = i;
@@ -149,6 +153,7 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
     if (t.task[*it].failed_on != lane || t.lane.size() == 1) {
       const std::size_t task = *it;
       t.retry.erase(it);
+      t.task[task].failing = false;  // a fresh attempt, which may earn a backup again
       return {Source::retry, task};
     }
   }
@@ -184,7 +189,8 @@ void Batch::describe(std::size_t helper) noexcept {
     const bool running = lane.running && !t.task[lane.task].done;
     view.running = running;
     view.elapsed = running ? std::chrono::duration<double>(elapsed(lane.start, now)).count() : 0.0;
-    view.copies = running ? t.task[lane.task].copies : 0;
+    const Tracked::TaskState& state = t.task[lane.task];
+    view.copies = !running ? 0 : state.failing ? t.rule.options().max_copies : state.copies;
     view.available = helper == kNoLane
                          ? allocation_[j] > 0 && lane.entered && !lane.inside && !lane.summoned
                          : j == helper;
@@ -205,7 +211,19 @@ void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
   if (t.released || !t.rule.options().enabled || t.recovery.timer == nullptr) return;
   describe(kNoLane);
-  const double wait = t.rule.time_to_next_overdue(t.view);
+  double wait = t.rule.time_to_next_overdue(t.view);
+  // A lane whose copy runs past its stuck deadline stalls, and any idle lane then takes its
+  // unstarted tasks over: wake one then too (a little after, so that it finds it stalled).
+  const bool helper =
+      std::any_of(t.view.begin(), t.view.end(), [](const BackupWorker& w) { return w.available; });
+  if (helper && t.rule.options().take_overs) {
+    constexpr double kMargin = 1e-4;
+    for (std::size_t j = 0; j < t.lane.size(); ++j) {
+      const BackupWorker& view = t.view[j];
+      if (!view.running || view.unstarted == 0 || view.stalled) continue;
+      wait = std::min(wait, std::max(t.lane[j].stuck_after - view.elapsed, 0.0) + kMargin);
+    }
+  }
   if (!(wait < std::numeric_limits<double>::infinity())) return;
   const auto when =
       DeadlineTimer::Clock::now() + std::chrono::duration_cast<DeadlineTimer::Clock::duration>(

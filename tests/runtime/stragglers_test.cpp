@@ -357,7 +357,7 @@ TEST_CASE("a throwing task is retried on another worker, up to the limit",
                                       return ctx.task();
                                     }),
                       "once");
-    CHECK(attempts == 1);
+    CHECK(attempts <= 2);  // the original, and a backup copy if one had started
   }
 }
 
