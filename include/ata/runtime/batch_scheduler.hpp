@@ -77,9 +77,12 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
-/// Cost: B is at most kMaxBatch. A batch keeps about 32 bytes per task that ran (its
-/// TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in greedy mode) plus,
-/// per result, an std::optional slot and the returned value, and a few cache lines per worker.
+/// Cost: B is at most kMaxBatch. With backups or retries, an allocated batch also takes its
+/// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
+/// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
+/// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in
+/// greedy mode) plus, per result, an std::optional slot and the returned value, and a few cache
+/// lines per worker.
 ///
 /// Thread-safety: run() may be called from any number of threads at once (not from a task of
 /// the same pool: that throws ata::Error). Concurrent batches are correct and share the
