@@ -128,6 +128,9 @@ void Batches(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
 // What tracking costs (SchedulerOptions::set_backups; docs/stragglers.md).
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false,
+                  ata::runtime::Backups::copies)
+    ->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta_backups, std::string("uta"), false,
                   ata::runtime::Backups::on)
     ->Apply(Batches);

@@ -23,6 +23,10 @@ BackupRule::BackupRule(const BackupOptions& options) : options_(options) {
     throw InvalidArgument("backup threshold_multiple must be > 1 (+inf: no backup copies), got " +
                           detail::to_text(options.threshold_multiple));
   }
+  if (!(options.min_overdue >= 0.0)) {
+    throw InvalidArgument("backup min_overdue must be >= 0, got " +
+                          detail::to_text(options.min_overdue));
+  }
   if (options.max_copies < 1) {
     throw InvalidArgument("backup max_copies must be >= 1 (1: no backup copies), got 0");
   }
@@ -50,7 +54,7 @@ double BackupRule::due(const BackupWorker& worker, double fallback,
   if (!worker.running || worker.copies >= options_.max_copies) return kInfinity;
   const double m = mean_or(worker, fallback);
   if (!(m > 0.0)) return kInfinity;
-  return std::max(options_.threshold_multiple * m, helper_mean);
+  return std::max({options_.threshold_multiple * m, helper_mean, options_.min_overdue});
 }
 
 BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {

@@ -24,6 +24,15 @@ SchedulerOptions& SchedulerOptions::set_backup_copies(std::size_t copies) {
   return *this;
 }
 
+SchedulerOptions& SchedulerOptions::set_backup_min_overdue(std::chrono::nanoseconds after) {
+  if (after < std::chrono::nanoseconds{0}) {
+    throw InvalidArgument("backup min_overdue must be >= 0 ns, got " +
+                          std::to_string(after.count()) + " ns");
+  }
+  backup_min_overdue_ = after;
+  return *this;
+}
+
 SchedulerOptions& SchedulerOptions::set_stuck_after(double multiple) {
   if (!(multiple > 1.0)) {
     throw InvalidArgument("stuck_after must be > 1 (x the learned mean), got " +

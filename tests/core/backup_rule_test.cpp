@@ -129,6 +129,17 @@ TEST_CASE("backup rule: an unknown mean is taken to be the largest known one",
         BackupAction::Kind::none);
 }
 
+TEST_CASE("backup rule: no backup copy before min_overdue", "[core][stragglers]") {
+  const BackupRule rule(
+      BackupOptions{}.set_enabled(true).set_take_overs(false).set_min_overdue(10.0));
+  std::vector<BackupWorker> view = {busy(1.0, 0, 5.0), idle(1.0)};  // 5x its mean, < 10
+  CHECK(rule.next(view).kind == BackupAction::Kind::none);
+  CHECK(rule.time_to_next_overdue(view) == Approx(5.0));
+  view[0].elapsed = 10.0;
+  CHECK(rule.next(view).kind == BackupAction::Kind::backup);
+  CHECK_THROWS_AS(BackupRule(BackupOptions{}.set_min_overdue(-1.0)), ata::InvalidArgument);
+}
+
 TEST_CASE("backup rule: a stalled worker's unstarted tasks go to any available worker",
           "[core][stragglers]") {
   const BackupRule rule = enabled_rule();

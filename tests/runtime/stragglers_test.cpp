@@ -96,6 +96,9 @@ TEST_CASE("scheduler options refuse bad backup settings", "[runtime][stragglers]
   CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_backup_threshold(1.0),
                     ContainsSubstring("backup threshold must be > 1") && ContainsSubstring("1"));
   CHECK_THROWS_AS(rt::SchedulerOptions{}.set_backup_copies(0), ata::InvalidArgument);
+  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_backup_min_overdue(std::chrono::nanoseconds(-1)),
+                    ContainsSubstring("got -1 ns"));
+  CHECK(rt::SchedulerOptions{}.backup_options().min_overdue == 1e-3);
   CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_stuck_after(0.5),
                     ContainsSubstring("stuck_after must be > 1") && ContainsSubstring("0.5"));
   const auto options = with_backups(rt::Backups::copies).set_backup_threshold(3.0);

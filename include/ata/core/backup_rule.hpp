@@ -20,6 +20,10 @@ struct BackupOptions {
   double threshold_multiple = 4.0;
   /// Copies of one task that may run at once, the original included (>= 1; 1: take-overs only).
   std::size_t max_copies = 2;
+  /// No backup copy of a copy that has run less than this (>= 0, in the driver's time unit):
+  /// a thread runtime sets it above its own latency, so that tasks of microseconds, whose
+  /// jitter passes any multiple of their mean, are not copied for nothing. 0 in virtual time.
+  double min_overdue = 0.0;
   /// Whether an idle worker takes over other workers' unstarted tasks (step 1 of the rule);
   /// false: backup copies only.
   bool take_overs = true;
@@ -34,6 +38,10 @@ struct BackupOptions {
   }
   BackupOptions& set_max_copies(std::size_t value) noexcept {
     max_copies = value;
+    return *this;
+  }
+  BackupOptions& set_min_overdue(double value) noexcept {
+    min_overdue = value;
     return *this;
   }
   BackupOptions& set_take_overs(bool value) noexcept {
@@ -101,7 +109,8 @@ struct BackupAction {
 /// Immutable after construction: every method is const and thread-safe.
 class BackupRule {
  public:
-  /// Throws ata::InvalidArgument for a threshold_multiple that is NaN or <= 1, or max_copies 0.
+  /// Throws ata::InvalidArgument for a threshold_multiple that is NaN or <= 1, max_copies 0, or
+  /// a min_overdue that is NaN or negative.
   explicit BackupRule(const BackupOptions& options);
 
   [[nodiscard]] const BackupOptions& options() const noexcept { return options_; }

@@ -86,6 +86,11 @@ class SchedulerOptions {
   /// Copies of one task running at once, the original included (>= 1, else
   /// ata::InvalidArgument; 2 by default).
   SchedulerOptions& set_backup_copies(std::size_t copies);
+  /// No backup copy of a task that has run less than this (>= 0, else ata::InvalidArgument;
+  /// 1 ms by default): below the scheduler's own latency (waking a lane, a timer), a copy
+  /// costs more than it can save, and tasks of microseconds pass any multiple of their mean
+  /// by mere jitter.
+  SchedulerOptions& set_backup_min_overdue(std::chrono::nanoseconds after);
   /// The multiple of a worker's learned mean past which a task still running marks the worker
   /// stuck (> 1, else ata::InvalidArgument; 16 by default): allocation skips it until the task
   /// returns. Applies with backups or retries on.
@@ -105,6 +110,9 @@ class SchedulerOptions {
   [[nodiscard]] Backups backups() const noexcept { return backups_; }
   [[nodiscard]] double backup_threshold() const noexcept { return backup_threshold_; }
   [[nodiscard]] std::size_t backup_copies() const noexcept { return backup_copies_; }
+  [[nodiscard]] std::chrono::nanoseconds backup_min_overdue() const noexcept {
+    return backup_min_overdue_;
+  }
   [[nodiscard]] double stuck_after() const noexcept { return stuck_after_; }
   [[nodiscard]] std::size_t retries() const noexcept { return retries_; }
   /// The rule's settings these options give.
@@ -113,7 +121,8 @@ class SchedulerOptions {
         .set_enabled(backups_ != Backups::off)
         .set_take_overs(backups_ == Backups::on)
         .set_threshold_multiple(backup_threshold_)
-        .set_max_copies(backup_copies_);
+        .set_max_copies(backup_copies_)
+        .set_min_overdue(std::chrono::duration<double>(backup_min_overdue_).count());
   }
 
  private:
@@ -123,6 +132,7 @@ class SchedulerOptions {
   Backups backups_ = Backups::off;
   double backup_threshold_ = 4.0;
   std::size_t backup_copies_ = 2;
+  std::chrono::nanoseconds backup_min_overdue_ = std::chrono::milliseconds(1);
   double stuck_after_ = 16.0;
   std::size_t retries_ = 0;
 };
