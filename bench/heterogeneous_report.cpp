@@ -4,18 +4,24 @@
 // rounds per strategy. Prints wall and worker time as ratios to OFTA, next to the same
 // strategies in virtual time (ata::sim::Simulation, same cluster, same seed), and the
 // scheduler's own overhead per round (wall time minus the busiest worker's busy time).
+// --outage P makes each attempt hang with probability P until --timeout-multiple x its
+// worker's mean; --backups on|copies|off runs the allocated strategies with backup tasks on
+// threads and in virtual time alike, and then every ratio is to OFTA *without* backups (run
+// once more as the reference), the issue 11 comparison (docs/stragglers.md).
 // --lanes picks where the n workers run: threads (a WorkerPool), asio (AsioLanes on one
 // boost::asio::thread_pool of n threads) or tbb (ArenaLanes, n arenas of concurrency 1).
 //   ./build/bench/ata_bench_heterogeneous [--rounds 200] [--unit-us 50] [--preset linear]
-//                                         [--lanes threads|asio|tbb]
+//       [--outage 0.01 --backups on --strategies ofta,ata-auto] [--lanes threads|asio|tbb]
 #include <utility>  // before Asio (g++ 12)
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +39,8 @@ struct Totals {
   double worker = 0.0;    // seconds
   double overhead = 0.0;  // seconds, threads only
   double worst_overhead = 0.0;
+  std::size_t takeovers = 0;
+  std::size_t backup_copies = 0;
 };
 
 struct Config {
@@ -42,6 +50,10 @@ struct Config {
   std::size_t rounds = 200;
   double unit_us = 50.0;
   std::uint64_t seed = 1;
+  double outage = 0.0;              // probability that an attempt hangs
+  double timeout_multiple = 100.0;  // how long it hangs, x its worker's mean
+  std::string backups = "off";
+  std::string strategies = "ofta,ata,ata-e,gta,pull";
   std::string lanes = "threads";
 };
 
@@ -76,6 +88,26 @@ class LaneHost {
   std::unique_ptr<ata::runtime::Lanes> lanes_;
 };
 
+ata::runtime::Backups backups_mode(const std::string& name) {
+  if (name == "on") return ata::runtime::Backups::on;
+  if (name == "copies") return ata::runtime::Backups::copies;
+  return ata::runtime::Backups::off;
+}
+
+ata::BackupOptions sim_backups(const std::string& name) {
+  return ata::BackupOptions{}.set_enabled(name != "off").set_take_overs(name == "on");
+}
+
+// The preset, each worker's attempts hanging with probability `outage`.
+ata::sim::Scenario with_outage(const ata::sim::Scenario& base, double outage, double multiple) {
+  if (outage <= 0.0) return base;
+  std::vector<ata::sim::TimeModel> models;
+  for (const auto& model : base.models()) {
+    models.push_back(ata::sim::TimeModel::outage(model, outage, multiple * model.mean()));
+  }
+  return ata::sim::Scenario(base.name() + "+outage", std::move(models));
+}
+
 std::unique_ptr<ata::Policy> make(const std::string& name, const ata::sim::Scenario& seconds) {
   ata::PolicyOptions options;
   options.alpha = seconds.max_mean();  // the paper's choice for ATA
@@ -84,32 +116,61 @@ std::unique_ptr<ata::Policy> make(const std::string& name, const ata::sim::Scena
   return ata::make_policy(name, seconds.workers(), options);
 }
 
-Totals run_threads(const Config& c, const ata::sim::Scenario& scenario, const std::string& name) {
+// One strategy on lanes of its own.
+struct ThreadRun {
+  ThreadRun(const Config& c, const ata::sim::Scenario& scenario, const std::string& name,
+            const std::string& backups, std::chrono::nanoseconds unit)
+      : host(c.lanes, ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed)),
+        policy(make(name, scenario.scaled(Seconds(unit).count()))),
+        scheduler(host.lanes(), *policy,
+                  ata::runtime::SchedulerOptions{}.set_backups(backups_mode(backups))) {}
+  LaneHost host;
+  std::unique_ptr<ata::Policy> policy;
+  ata::runtime::BatchScheduler scheduler;
+  Totals totals;
+};
+
+// Each (strategy, backups) on its own pool, round k of each before round k + 1 of any: the
+// machine's load (2 cores shared with builds) drifts over a run, and interleaving the rounds
+// lets the drift fall on every strategy alike.
+std::vector<Totals> run_threads(const Config& c, const ata::sim::Scenario& scenario,
+                                const std::vector<std::pair<std::string, std::string>>& runs) {
   const auto unit = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::micro>(c.unit_us));
-  LaneHost host(c.lanes, ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed));
-  auto policy = make(name, scenario.scaled(Seconds(unit).count()));
-  ata::runtime::BatchScheduler scheduler(host.lanes(), *policy);
-  Totals t;
-  for (std::size_t k = 0; k < c.rounds; ++k) {
-    const auto report = scheduler.run(c.batch, [](const ata::runtime::TaskContext&) {}).report;
-    const double overhead = Seconds(report.overhead()).count();
-    t.wall += Seconds(report.wall).count();
-    t.worker += Seconds(report.worker_time()).count();
-    t.overhead += overhead;
-    t.worst_overhead = std::max(t.worst_overhead, overhead);
+  std::vector<std::unique_ptr<ThreadRun>> live;
+  for (const auto& [name, backups] : runs) {
+    live.push_back(std::make_unique<ThreadRun>(c, scenario, name, backups, unit));
   }
-  return t;
+  for (std::size_t k = 0; k < c.rounds; ++k) {
+    for (auto& run : live) {
+      const auto report =
+          run->scheduler.run(c.batch, [](const ata::runtime::TaskContext&) {}).report;
+      Totals& t = run->totals;
+      const double overhead = Seconds(report.overhead()).count();
+      t.wall += Seconds(report.wall).count();
+      t.worker += Seconds(report.worker_time()).count();
+      t.takeovers += report.takeovers;
+      t.backup_copies += report.backup_copies;
+      t.overhead += overhead;
+      t.worst_overhead = std::max(t.worst_overhead, overhead);
+    }
+  }
+  std::vector<Totals> totals;
+  for (const auto& run : live) totals.push_back(run->totals);
+  return totals;
 }
 
-Totals run_virtual(const Config& c, const ata::sim::Scenario& seconds, const std::string& name) {
+Totals run_virtual(const Config& c, const ata::sim::Scenario& seconds, const std::string& name,
+                   const std::string& backups) {
   auto policy = make(name, seconds);
-  ata::sim::Simulation simulation(seconds, *policy, c.batch, c.seed);
+  ata::sim::Simulation simulation(seconds, *policy, c.batch, c.seed, sim_backups(backups));
   Totals t;
   for (std::size_t k = 0; k < c.rounds; ++k) {
     const auto record = simulation.run_round();
     t.wall += record.wall_time;
     t.worker += record.worker_time;
+    t.takeovers += record.takeovers;
+    t.backup_copies += record.backup_copies;
   }
   return t;
 }
@@ -129,32 +190,60 @@ int main(int argc, char** argv) {
   app.add_option("--seed", c.seed, "run seed (lanes and simulator)");
   app.add_option("--lanes", c.lanes, "where the workers run: threads, asio or tbb")
       ->check(CLI::IsMember({"threads", "asio", "tbb"}));
+  app.add_option("--outage", c.outage, "probability that an attempt hangs (0: none)")
+      ->check(CLI::Range(0.0, 0.5));
+  app.add_option("--timeout-multiple", c.timeout_multiple,
+                 "how long a hung attempt takes, x its worker's mean")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--backups", c.backups, "backup tasks of allocated strategies")
+      ->check(CLI::IsMember({"on", "copies", "off"}));
+  app.add_option("--strategies", c.strategies, "comma-separated policy names");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const auto scenario = ata::sim::make_preset(c.preset, c.workers);
+    const auto scenario =
+        with_outage(ata::sim::make_preset(c.preset, c.workers), c.outage, c.timeout_multiple);
     const auto seconds = scenario.scaled(c.unit_us * 1e-6);
-    std::printf("preset %s, n = %zu, B = %zu, %zu rounds, 1 unit = %g us, seed %llu, lanes %s\n",
-                c.preset.c_str(), c.workers, c.batch, c.rounds, c.unit_us,
-                static_cast<unsigned long long>(c.seed), c.lanes.c_str());
-    std::printf("%-6s | %9s %6s | %9s %6s | %10s %10s | %12s %10s %12s\n", "", "wall (s)", "/OFTA",
-                "worker (s)", "/OFTA", "sim wall", "sim worker", "overhead/rnd", "of wall",
-                "worst rnd");
-    Totals oracle_threads;
-    Totals oracle_virtual;
-    for (const std::string name : {"ofta", "ata", "ata-e", "gta", "pull"}) {
-      const Totals t = run_threads(c, scenario, name);
-      const Totals v = run_virtual(c, seconds, name);
-      if (name == "ofta") {
-        oracle_threads = t;
-        oracle_virtual = v;
-      }
-      std::printf("%-6s | %9.3f %6.2f | %9.3f %6.2f | %10.2f %10.2f | %9.1f us %9.2f%% %9.1f us\n",
-                  name.c_str(), t.wall, t.wall / oracle_threads.wall, t.worker,
-                  t.worker / oracle_threads.worker, v.wall / oracle_virtual.wall,
-                  v.worker / oracle_virtual.worker,
-                  1e6 * t.overhead / static_cast<double>(c.rounds), 100.0 * t.overhead / t.wall,
-                  1e6 * t.worst_overhead);
+    std::printf(
+        "preset %s, n = %zu, B = %zu, %zu rounds, 1 unit = %g us, seed %llu, outage %g "
+        "(%g x mean), backups %s, lanes %s\n",
+        c.preset.c_str(), c.workers, c.batch, c.rounds, c.unit_us,
+        static_cast<unsigned long long>(c.seed), c.outage, c.timeout_multiple, c.backups.c_str(),
+        c.lanes.c_str());
+    // The reference: OFTA without backups, on threads and in virtual time.
+    std::vector<std::pair<std::string, std::string>> runs{{"ofta", "off"}};
+    std::vector<std::string> names;
+    std::stringstream list(c.strategies);
+    for (std::string name; std::getline(list, name, ',');) {
+      names.push_back(name);
+      if (c.backups != "off" || name != "ofta") runs.emplace_back(name, c.backups);
+    }
+    const std::vector<Totals> threads = run_threads(c, scenario, runs);
+    const Totals& oracle_threads = threads.front();
+    const Totals oracle_virtual = run_virtual(c, seconds, "ofta", "off");
+    std::printf(
+        "reference OFTA without backups: %.3f s wall, %.3f s worker time on threads; %.3f s, "
+        "%.3f s in virtual time\n",
+        oracle_threads.wall, oracle_threads.worker, oracle_virtual.wall, oracle_virtual.worker);
+    std::printf("%-8s | %9s %6s | %9s %6s | %8s %8s | %7s | %9s %9s | %12s %10s %10s\n", "",
+                "wall (s)", "/ref", "worker (s)", "/ref", "sim wall", "sim work", "wall vs",
+                "takeovers", "copies", "overhead/rnd", "of wall", "worst rnd");
+    for (const std::string& name : names) {
+      const auto at = std::find_if(runs.begin() + 1, runs.end(),
+                                   [&](const auto& run) { return run.first == name; });
+      const Totals& t =
+          at == runs.end() ? oracle_threads : threads[static_cast<std::size_t>(at - runs.begin())];
+      const Totals v = run_virtual(c, seconds, name, c.backups);
+      const double wall = t.wall / oracle_threads.wall;
+      const double sim_wall = v.wall / oracle_virtual.wall;
+      std::printf(
+          "%-8s | %9.3f %6.3f | %9.3f %6.3f | %8.3f %8.3f | %+6.1f%% | %4zu %4zu %4zu %4zu | %9.1f "
+          "us %9.2f%% %7.1f ms\n",
+          name.c_str(), t.wall, wall, t.worker, t.worker / oracle_threads.worker, sim_wall,
+          v.worker / oracle_virtual.worker, 100.0 * (wall / sim_wall - 1.0), t.takeovers,
+          v.takeovers, t.backup_copies, v.backup_copies,
+          1e6 * t.overhead / static_cast<double>(c.rounds), 100.0 * t.overhead / t.wall,
+          1e3 * t.worst_overhead);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

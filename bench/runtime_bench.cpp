@@ -38,12 +38,14 @@ std::size_t batch_of(const benchmark::State& state) {
 }
 
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
-void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks) {
+void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
+            ata::runtime::Backups backups = ata::runtime::Backups::off) {
   const std::size_t batch = batch_of(state);
   ata::runtime::WorkerPool pool(kThreads);
   auto policy = ata::make_policy(name, kThreads);
   ata::runtime::BatchScheduler scheduler(
-      pool, *policy, ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks));
+      pool, *policy,
+      ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks).set_backups(backups));
   std::atomic<std::size_t> sink = 0;
   for (auto _ : state) {
     scheduler.run(batch, [&](const ata::runtime::TaskContext& ctx) {
@@ -125,6 +127,13 @@ void Batches(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
+// What tracking costs (SchedulerOptions::set_backups; docs/stragglers.md).
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false,
+                  ata::runtime::Backups::copies)
+    ->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta_backups, std::string("uta"), false,
+                  ata::runtime::Backups::on)
+    ->Apply(Batches);
 // One clock read per chunk (SchedulerOptions::set_time_chunks).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks, std::string("ata-e"), true)->Apply(Batches);
 // Every task's time observed under the policy's lock (needs_every_sample()).

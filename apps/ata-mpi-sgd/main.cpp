@@ -53,6 +53,9 @@ std::optional<ml::TrainingOptions> options(int argc, char** argv) {
 }
 
 void check_cluster(const ml::TrainingConfig& config) {
+  if (config.backups != runtime::Backups::off) {
+    throw InvalidArgument("--backups: not available over MPI (ranks are stalled or lost instead)");
+  }
   if (config.scenario.workers() != worker_ranks()) {
     throw InvalidArgument(
         "scenario " + config.scenario.name() + " has " + std::to_string(config.scenario.workers()) +

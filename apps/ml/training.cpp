@@ -67,7 +67,8 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   options.seed = config.seed;
   const auto policy = make_policy(strategy, config.scenario.workers(), options);
   TrainingLanes lanes(config);
-  runtime::BatchScheduler scheduler(lanes.lanes(), *policy);
+  runtime::BatchScheduler scheduler(lanes.lanes(), *policy,
+                                    runtime::SchedulerOptions{}.set_backups(config.backups));
 
   TrainingRun run;
   run.name = std::string(strategy);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ata/core/make_policy.hpp"
+#include "ata/runtime/batch_options.hpp"
 #include "ata/sim/scenario.hpp"
 #include "problems.hpp"
 
@@ -52,6 +53,7 @@ struct TrainingConfig {
   std::vector<std::size_t> work_factors;  ///< worker i runs each task this many times; empty: 1
   /// OFTA's mean task time of each worker in seconds (a calibration's); empty: the scenario's.
   std::vector<double> means;
+  runtime::Backups backups = runtime::Backups::off;  ///< of allocated strategies
 };
 
 struct TrainingPoint {

@@ -193,6 +193,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
                            {"max_rounds", config.max_rounds},
                            {"seed", o.seed},
                            {"unit_us", o.unit_us},
+                           {"backups", o.backups},
                            {"step", config.step},
                            {"optimal_loss", problem->optimal_loss()},
                            {"target_gap", o.target_gap * initial_gap},
@@ -312,6 +313,9 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   config.policy.alpha =
       o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
+  config.backups = o.backups == "on"       ? runtime::Backups::on
+                   : o.backups == "copies" ? runtime::Backups::copies
+                                           : runtime::Backups::off;
   return config;
 }
 

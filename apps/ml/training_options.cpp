@@ -192,6 +192,10 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   app.add_option("--json", o.json_path, "write the summary as JSON")->check(apps::kNonEmpty);
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV")->check(apps::kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(apps::kNonEmpty);
+  app.add_option("--backups", o.backups,
+                 "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
+                 "tasks, then copies overdue ones), copies (backup copies only), off")
+      ->check(CLI::IsMember({"on", "copies", "off"}));
   command_line.help = apps::parse_arguments(app, argc, argv);
   if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);

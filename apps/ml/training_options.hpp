@@ -44,6 +44,8 @@ struct TrainingOptions {
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
+  /// --backups on|copies|off: backup tasks of allocated strategies (SchedulerOptions).
+  std::string backups = "off";
 };
 
 inline constexpr std::size_t kDefaultTrainingWorkers = 51;

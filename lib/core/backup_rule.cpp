@@ -23,6 +23,10 @@ BackupRule::BackupRule(const BackupOptions& options) : options_(options) {
     throw InvalidArgument("backup threshold_multiple must be > 1 (+inf: no backup copies), got " +
                           detail::to_text(options.threshold_multiple));
   }
+  if (!(options.min_overdue >= 0.0)) {
+    throw InvalidArgument("backup min_overdue must be >= 0, got " +
+                          detail::to_text(options.min_overdue));
+  }
   if (options.max_copies < 1) {
     throw InvalidArgument("backup max_copies must be >= 1 (1: no backup copies), got 0");
   }
@@ -50,7 +54,7 @@ double BackupRule::due(const BackupWorker& worker, double fallback,
   if (!worker.running || worker.copies >= options_.max_copies) return kInfinity;
   const double m = mean_or(worker, fallback);
   if (!(m > 0.0)) return kInfinity;
-  return std::max(options_.threshold_multiple * m, helper_mean);
+  return std::max({options_.threshold_multiple * m, helper_mean, options_.min_overdue});
 }
 
 BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {
@@ -64,9 +68,9 @@ BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {
   for (std::size_t i = 0; i < workers.size() && options_.take_overs; ++i) {
     const BackupWorker& w = workers[i];
     const double m = mean_or(w, fallback);
-    if (w.unstarted == 0 || m < helper.mean) continue;  // a slower helper costs worker time
+    if (w.unstarted == 0 || (m < helper.mean && !w.stalled)) continue;  // a slower helper costs
     const double remaining = w.running ? std::max(m - w.elapsed, 0.0) : 0.0;
-    const double finish = remaining + static_cast<double>(w.unstarted) * m;
+    const double finish = w.stalled ? kInfinity : remaining + static_cast<double>(w.unstarted) * m;
     if (victim == kNone || finish > latest) {
       victim = i;
       latest = finish;

@@ -8,11 +8,22 @@
 
 namespace ata::runtime::detail {
 
+namespace {
+
+Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
+  // A tracked batch times every copy (a backup needs each one's start) and reports the
+  // accepted ones one by one: which worker gave a task's result is known only at its end.
+  if (tracked) return Timing::samples;
+  return timing == Timing::chunk_means && mode != Dispatch::allocated ? Timing::summaries : timing;
+}
+
+}  // namespace
+
 Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
-             Allocation allocation, std::size_t workers, TaskBody& body)
+             Allocation allocation, std::size_t workers, TaskBody& body,
+             std::optional<Recovery> recovery)
     : mode_(mode),
-      timing_(timing == Timing::chunk_means && mode != Dispatch::allocated ? Timing::summaries
-                                                                           : timing),
+      timing_(timing_for(mode, timing, recovery.has_value() && mode == Dispatch::allocated)),
       clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
@@ -33,7 +44,17 @@ Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
     if (mode_ != Dispatch::allocated || allocation_[i] > 0) targets_.push_back(i);
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
+  if (recovery && mode_ == Dispatch::allocated) {
+    tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
+    for (std::size_t i = 0; i < workers; ++i) {
+      tracked_->lane[i].front = first_task_[i];
+      tracked_->lane[i].back = first_task_[i] + allocation_[i];
+    }
+    results_left_.store(batch, std::memory_order_relaxed);
+  }
 }
+
+Batch::~Batch() = default;
 
 void Batch::submit(LaneSet& lanes) {
   lanes_ = &lanes;
@@ -76,13 +97,21 @@ std::exception_ptr Batch::take_error() noexcept {
 void Batch::run(Lane& worker) noexcept {
   if (!try_enter()) {  // closed: the task body may be gone already
     if (mode_ == Dispatch::allocated) settle_share(worker);
+    if (tracked_) {
+      std::lock_guard lock(tracked_->mutex);
+      tracked_->lane[worker.index()].summoned = false;
+    }
     return;
   }
   TaskContext ctx(0, worker.index(), stop_.get_token());
   try {
     switch (mode_) {
       case Dispatch::allocated:
-        run_allocated(worker, ctx);
+        if (tracked_) {
+          run_tracked(worker);
+        } else {
+          run_allocated(worker, ctx);
+        }
         break;
       case Dispatch::pull:
         run_pull(worker, ctx);
@@ -101,6 +130,15 @@ void Batch::run(Lane& worker) noexcept {
 }
 
 void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexcept {
+  if (tracked_) {
+    // A lane summoned to help (its share ran already, or it had none) is not needed.
+    std::lock_guard lock(tracked_->mutex);
+    Tracked::LaneState& lane = tracked_->lane[worker];
+    if (lane.summoned) {
+      lane.summoned = false;
+      return;
+    }
+  }
   // Never run here: the whole share leaves the backlog (the pool is shutting down, alive).
   if (mode_ == Dispatch::allocated) lanes_->settle_backlog(worker, allocation_[worker]);
   // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
@@ -294,6 +332,7 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
 bool Batch::results_complete() const noexcept {
   switch (mode_) {
     case Dispatch::allocated:
+      if (tracked_) return results_left_.load(std::memory_order_acquire) == 0;
       return shares_left_.load(std::memory_order_acquire) == 0;
     case Dispatch::greedy:
       return accepted_.load(std::memory_order_acquire) >= batch_;
@@ -303,14 +342,21 @@ bool Batch::results_complete() const noexcept {
   return false;
 }
 
-bool Batch::decide(Outcome outcome, const std::exception_ptr& error) noexcept {
+bool Batch::decide(Outcome outcome, std::exception_ptr error) noexcept {
   {
     std::lock_guard lock(outcome_mutex_);
     if (outcome_ != Outcome::pending) return false;
     outcome_ = outcome;
-    error_ = error;
+    error_ = std::move(error);
   }
   stop_.request_stop();
+  if (tracked_) {
+    // Each running copy has a stop source of its own.
+    std::lock_guard lock(tracked_->mutex);
+    for (Tracked::LaneState& lane : tracked_->lane) {
+      if (lane.running) lane.stop.request_stop();
+    }
+  }
   close();
   return true;
 }
@@ -331,10 +377,15 @@ void Batch::leave() noexcept {
 }
 
 void Batch::close() noexcept {
-  if (state_.fetch_or(kClosed, std::memory_order_acq_rel) == 0) complete();
+  const std::uint64_t before = state_.fetch_or(kClosed, std::memory_order_acq_rel);
+  // A batch that owns its task completes when it closes: late copies finish on their own.
+  const bool detached = tracked_ && tracked_->recovery.owner != nullptr;
+  if (before == 0 || (detached && (before & kClosed) == 0)) complete();
 }
 
 void Batch::complete() noexcept {
+  if (completed_.exchange(true, std::memory_order_acq_rel)) return;  // detached, reached again
+  if (tracked_) release();
   {
     std::lock_guard lock(outcome_mutex_);
     if (outcome_ == Outcome::pending) outcome_ = Outcome::succeeded;
@@ -348,10 +399,18 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   report.busy.assign(workers, std::chrono::nanoseconds{0});
   slot_order.clear();
   if (mode_ == Dispatch::allocated) {
-    // Every share ran to its end: the records are all written.
+    // Every share ran to its end (tracked: every index has its accepted copy): the records
+    // are all written.
     report.tasks = std::move(records_);
     for (std::size_t i = 0; i < workers; ++i) report.busy[i] = logs_[i].busy;
     report.allocation = allocation_;
+    if (tracked_) {
+      report.tasks.insert(report.tasks.end(), tracked_->discarded.begin(),
+                          tracked_->discarded.end());
+      report.takeovers = tracked_->takeovers;
+      report.backup_copies = tracked_->backup_copies;
+      report.retries = tracked_->retried;
+    }
     return;
   }
 

@@ -12,14 +12,17 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <vector>
 
 #include "ata/core/allocation.hpp"
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/policy.hpp"
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
+#include "runtime/deadline_timer.hpp"
 #include "runtime/lane_set.hpp"
 #include "runtime/task_clock.hpp"
 
@@ -30,6 +33,25 @@ enum class Timing : std::uint8_t {
   samples,      // every task timed and logged; the policy observes each (needs_every_sample())
   summaries,    // every task timed; each worker summarises its accepted tasks' times at the end
   chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
+};
+
+// An allocated batch with backups or retries ("tracked"): what it needs beyond the plain mode.
+struct Recovery {
+  BackupOptions backups;            // the rule's settings; enabled = false: retries only
+  std::size_t retries = 0;          // attempts after the first, per task
+  double stuck_after = 16.0;        // x a lane's mean: past it, the lane counts as stuck
+  std::vector<double> means;        // each lane's learned mean when allocated (0: unknown)
+  std::vector<std::size_t> counts;  // and how many finished tasks it was learned from
+  DeadlineTimer* timer = nullptr;   // wakes an idle lane when a running task becomes overdue
+  // Set when the caller handed the task over: it owns the task body, and the batch completes
+  // as soon as every index has a result, late copies finishing on their own.
+  std::shared_ptr<void> owner;
+};
+
+// A stopped copy's running time, for Policy::observe_censored().
+struct Censored {
+  std::size_t worker;
+  double seconds;
 };
 
 // Life of a batch:
@@ -62,7 +84,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // `batch`). `body` must stay alive until on_complete() has been called. Timing::chunk_means
   // applies to allocated mode; the other modes then time every task and summarise.
   Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round, Allocation allocation,
-        std::size_t workers, TaskBody& body);
+        std::size_t workers, TaskBody& body, std::optional<Recovery> recovery = std::nullopt);
 
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
@@ -91,6 +113,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
     return logs_[worker].summary;
   }
   [[nodiscard]] Timing timing() const noexcept { return timing_; }
+  // After completion as Outcome::succeeded: the stopped copies' running times.
+  [[nodiscard]] const std::vector<Censored>& censored() const noexcept;
 
   QueueEntry& entry(std::size_t worker) noexcept override { return logs_[worker].entry; }
   void run(Lane& worker) noexcept override;
@@ -98,7 +122,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void interrupt(const std::exception_ptr& reason) noexcept override;
 
  protected:
-  ~Batch() override = default;
+  ~Batch() override;
 
   // Called exactly once, when the outcome is final and no worker will touch the task body
   // again: on the worker that left last, or on the thread whose cancel(), or whose pool
@@ -126,6 +150,32 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Allocated mode: takes the rest of `worker`'s share off its backlog.
   void settle_share(Lane& worker) noexcept;
+
+  // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
+  struct Tracked;
+  enum class Source : std::uint8_t { none, own, retry, take_over, backup };
+  struct Pick {
+    Source source = Source::none;
+    std::size_t task = 0;
+  };
+  // The lane runs its share, then retries, take-overs and backup copies, until none is due.
+  void run_tracked(Lane& worker);
+  [[nodiscard]] Pick pick_task(std::size_t lane);
+  // The rule's view of the batch now; `helper`: the one lane available, or all idle ones.
+  void describe(std::size_t helper) noexcept;
+  // Lane `lane`'s learned mean: the policy's when allocated, with this batch's finished
+  // copies added (0: unknown).
+  [[nodiscard]] double mean_of(std::size_t lane) const noexcept;
+  // Arms the timer for the next running copy to become overdue for an idle lane.
+  void arm_timer() noexcept;
+  // On the timer's thread: sends an idle lane to help, or re-arms.
+  void on_timer() noexcept;
+  // Queues this batch on `lane` again (its entry is free), with nothing locked.
+  void summon(std::size_t lane) noexcept;
+  // A lane other than `failed` that may be summoned to retry a task; npos when none.
+  [[nodiscard]] std::size_t retry_lane(std::size_t failed) const noexcept;
+  // Ends tracking at completion: what still runs is recorded as stopped and censored.
+  void release() noexcept;
   void run_allocated(Lane& worker, TaskContext& ctx);
   void run_pull(Lane& worker, TaskContext& ctx);
   void run_greedy(Lane& worker, TaskContext& ctx);
@@ -151,8 +201,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   [[nodiscard]] bool results_complete() const noexcept;
 
   // The first decision wins: sets the outcome, requests stop and closes. Returns whether this
-  // call decided.
-  bool decide(Outcome outcome, const std::exception_ptr& error) noexcept;
+  // call decided. Takes the error by value: a worker passing its last reference keeps none
+  // that could outlive the caller's own (the exception must die where it is caught).
+  bool decide(Outcome outcome, std::exception_ptr error) noexcept;
   [[nodiscard]] bool try_enter() noexcept;
   void leave() noexcept;
   void close() noexcept;
@@ -174,15 +225,69 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   LaneSet* lanes_ = nullptr;          // set by submit(): whose backlog the shares count in
 
   std::stop_source stop_;
-  std::atomic<std::size_t> next_task_{0};    // pull and greedy: the next task index to start
-  std::atomic<std::size_t> accepted_{0};     // greedy: result slots claimed so far (may pass B)
-  std::atomic<std::size_t> shares_left_{0};  // allocated: shares not yet run to their end
-  std::atomic<std::size_t> abandoned_{0};    // pull and greedy: copies the pool abandoned
-  std::atomic<std::uint64_t> state_{0};      // kClosed | workers inside
+  std::atomic<std::size_t> next_task_{0};     // pull and greedy: the next task index to start
+  std::atomic<std::size_t> accepted_{0};      // greedy: result slots claimed so far (may pass B)
+  std::atomic<std::size_t> shares_left_{0};   // allocated: shares not yet run to their end
+  std::atomic<std::size_t> abandoned_{0};     // pull and greedy: copies the pool abandoned
+  std::atomic<std::uint64_t> state_{0};       // kClosed | workers inside
+  std::atomic<bool> completed_{false};        // complete() ran (tracked: it may be reached twice)
+  std::unique_ptr<Tracked> tracked_;          // tracked mode only
+  std::atomic<std::size_t> results_left_{0};  // tracked: task indices without a result
 
   mutable std::mutex outcome_mutex_;
   Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_
   std::exception_ptr error_;            // guarded by outcome_mutex_
+};
+
+// The state of a tracked batch: which copy of which task runs where. Guarded by `mutex`,
+// taken once per task a lane starts and once per task it ends.
+struct Batch::Tracked {
+  struct LaneState {
+    std::size_t front = 0;  // its share's unstarted tasks are [front, back): it takes the
+    std::size_t back = 0;   // front, a lane taking one over takes the back
+    bool entered = false;   // it has reached the batch: its queue entry is free again
+    bool inside = false;    // in run_tracked()
+    bool summoned = false;  // queued again to help, not yet running
+    bool running = false;   // it runs a copy of `task`, since `start`
+    std::size_t task = 0;
+    TaskClock::Ticks start = 0;
+    std::stop_source stop{std::nostopstate};  // the running copy's; replaced once requested
+    // This batch's accepted copies on the lane so far: the rule's means learn from them at
+    // once, as the simulator's policy does, rather than after the batch.
+    double finished_seconds = 0.0;
+    std::size_t finished = 0;
+    double stuck_after = 0.0;  // seconds the running copy may run before the lane is stuck
+  };
+  struct TaskState {
+    std::size_t copies = 0;     // running now
+    std::size_t failures = 0;   // attempts that threw
+    std::size_t failed_on = 0;  // the lane of the last failure
+    bool done = false;          // its result is claimed
+    bool failing = false;       // a copy threw while another ran: no new backup copy of it
+  };
+
+  Tracked(Recovery recovery_in, std::size_t lanes, std::size_t tasks)
+      : recovery(std::move(recovery_in)),
+        rule(recovery.backups),
+        lane(lanes),
+        task(tasks),
+        view(lanes) {}
+
+  const Recovery recovery;
+  const BackupRule rule;
+  std::mutex mutex;
+  std::vector<LaneState> lane;
+  std::vector<TaskState> task;
+  std::vector<BackupWorker> view;     // scratch for the rule
+  std::vector<std::size_t> retry;     // tasks waiting for another attempt
+  std::vector<TaskRecord> discarded;  // copies that lost, failed attempts
+  std::vector<Censored> censored;     // the stopped copies' times
+  std::size_t takeovers = 0;
+  std::size_t backup_copies = 0;
+  std::size_t retried = 0;
+  std::optional<DeadlineTimer::Id> timer;  // armed for `timer_at`
+  DeadlineTimer::Clock::time_point timer_at;
+  bool released = false;  // complete: nothing more is recorded, no timer armed
 };
 
 }  // namespace ata::runtime::detail

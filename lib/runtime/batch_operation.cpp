@@ -25,8 +25,9 @@ class OperationBatch final : public Batch {
  public:
   OperationBatch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
                  Allocation allocation, std::size_t workers, TaskBody& body,
-                 std::shared_ptr<BatchOperation> owner)
-      : Batch(mode, timing, batch, round, std::move(allocation), workers, body),
+                 std::shared_ptr<BatchOperation> owner, std::optional<Recovery> recovery)
+      : Batch(mode, timing, batch, round, std::move(allocation), workers, body,
+              std::move(recovery)),
         owner_(std::move(owner)) {}
 
  private:
@@ -40,6 +41,10 @@ class OperationBatch final : public Batch {
 };
 
 namespace {
+
+// The backlog, in tasks, of a quarantined lane: beyond any batch, so that a load-aware
+// allocation gives it nothing while the others can take the work.
+constexpr double kQuarantineBacklog = 1e12;
 
 // The policy's allocation must give every worker a count and hand out exactly B tasks: the
 // batch sizes its result slots and task ranges from it.
@@ -68,10 +73,11 @@ void require_valid_allocation(const Policy& policy, const Allocation& allocation
 }  // namespace
 
 BatchOperation::BatchOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
-                               const BatchOptions& options)
+                               const BatchOptions& options, std::shared_ptr<void> owner)
     : scheduler_(scheduler),
       batch_(batch),
       body_(body),
+      owner_(std::move(owner)),
       options_(options),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -156,27 +162,46 @@ void BatchOperation::submit_now() {
   Policy& policy = scheduler_.policy_;
   LaneSet& core = core_of(scheduler_.lanes_);
   const std::size_t workers = core.size();
+  const SchedulerOptions& options = scheduler_.options_;
   Dispatch mode = Dispatch::allocated;
   Timing timing = Timing::summaries;
   Allocation allocation;
+  std::optional<Recovery> recovery;
   {
     std::lock_guard lock(policy.mutex());
     mode = policy.dispatch();
     if (policy.needs_every_sample()) {
       timing = Timing::samples;
-    } else if (scheduler_.options_.time_chunks()) {
+    } else if (options.time_chunks()) {
       timing = Timing::chunk_means;
     }
     try {
       // A throwing allocate() leaves the policy's round as it was: so does the scheduler.
       if (mode == Dispatch::allocated) {
-        if (scheduler_.options_.load_aware()) {
+        // A stuck lane is quarantined: a backlog no allocation gives work behind.
+        const auto stuck = core.stuck(std::chrono::steady_clock::now());
+        if (options.load_aware() || !stuck.empty()) {
           auto& backlog = scheduler_.engine_->backlog;
-          backlog.resize(workers);
-          core.backlog(backlog);
+          backlog.assign(workers, 0.0);
+          if (options.load_aware()) core.backlog(backlog);
+          for (std::size_t lane : stuck) backlog[lane] = kQuarantineBacklog;
           policy.allocate(batch_, backlog, allocation);
         } else {
           policy.allocate(batch_, allocation);
+        }
+        if (options.backups() != Backups::off || options.retries() > 0) {
+          recovery.emplace();
+          recovery->backups = options.backup_options();
+          recovery->retries = options.retries();
+          recovery->stuck_after = options.stuck_after();
+          recovery->means.resize(workers);
+          recovery->counts.resize(workers);
+          for (std::size_t i = 0; i < workers; ++i) {
+            recovery->means[i] = policy.stats(i).mean();
+            recovery->counts[i] = policy.stats(i).count();
+          }
+          recovery->timer = &scheduler_.engine_->deadlines;
+          recovery->owner = owner_;
         }
       }
     } catch (const std::bad_alloc&) {
@@ -188,7 +213,7 @@ void BatchOperation::submit_now() {
   std::shared_ptr<Batch> job;
   try {
     job = std::make_shared<OperationBatch>(mode, timing, batch_, round_, std::move(allocation),
-                                           workers, body_, shared_from_this());
+                                           workers, body_, shared_from_this(), std::move(recovery));
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }
@@ -319,6 +344,10 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
         for (std::size_t i = 0; i < report.busy.size(); ++i) {
           policy.observe_summary(i, completed_->summary(i));
         }
+      }
+      // Copies stopped because another finished first: each ran at least this long.
+      for (const Censored& stopped : completed_->censored()) {
+        policy.observe_censored(stopped.worker, stopped.seconds);
       }
     } catch (...) {
       // The batch ran and its results are good: return them, and report the policy's failure.

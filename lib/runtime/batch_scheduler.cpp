@@ -4,9 +4,43 @@
 #include <string>
 
 #include "ata/core/error.hpp"
+#include "core/checks.hpp"
 #include "runtime/scheduler_engine.hpp"
 
 namespace ata::runtime {
+
+SchedulerOptions& SchedulerOptions::set_backup_threshold(double multiple) {
+  if (!(multiple > 1.0)) {
+    throw InvalidArgument("backup threshold must be > 1 (x the learned mean), got " +
+                          ata::detail::to_text(multiple));
+  }
+  backup_threshold_ = multiple;
+  return *this;
+}
+
+SchedulerOptions& SchedulerOptions::set_backup_copies(std::size_t copies) {
+  if (copies == 0) throw InvalidArgument("backup copies must be >= 1 per task, got 0");
+  backup_copies_ = copies;
+  return *this;
+}
+
+SchedulerOptions& SchedulerOptions::set_backup_min_overdue(std::chrono::nanoseconds after) {
+  if (after < std::chrono::nanoseconds{0}) {
+    throw InvalidArgument("backup min_overdue must be >= 0 ns, got " +
+                          std::to_string(after.count()) + " ns");
+  }
+  backup_min_overdue_ = after;
+  return *this;
+}
+
+SchedulerOptions& SchedulerOptions::set_stuck_after(double multiple) {
+  if (!(multiple > 1.0)) {
+    throw InvalidArgument("stuck_after must be > 1 (x the learned mean), got " +
+                          ata::detail::to_text(multiple));
+  }
+  stuck_after_ = multiple;
+  return *this;
+}
 
 BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOptions& options)
     : lanes_(lanes),

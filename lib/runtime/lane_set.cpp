@@ -61,7 +61,6 @@ Lane::Lane(std::size_t index, Slowdown slowdown, std::uint64_t run_seed)
     : index_(index), slowdown_(std::move(slowdown)), rng_(run_seed, index) {}
 
 void Lane::run_slowed(TaskBody& body, const TaskContext& ctx, std::size_t round) {
-  using Clock = std::chrono::steady_clock;
   switch (slowdown_.kind()) {
     case Slowdown::Kind::none:
       body.execute(ctx);
@@ -124,6 +123,14 @@ std::size_t LaneSet::queued() const {
   std::size_t total = 0;
   for (const auto& lane : lanes_) total += lane->queued_.load(std::memory_order_relaxed);
   return total;
+}
+
+std::vector<std::size_t> LaneSet::stuck(Lane::Clock::time_point now) const {
+  std::vector<std::size_t> out;
+  for (const auto& lane : lanes_) {
+    if (lane->stuck_for(now) > 0.0) out.push_back(lane->index_);
+  }
+  return out;
 }
 
 bool LaneSet::is_own_thread() const noexcept { return current_set == this; }

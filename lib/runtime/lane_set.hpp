@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -70,13 +71,35 @@ class Lane {
   // the chunk this lane runs: the generator and the pause state are unsynchronised.
   void run_slowed(TaskBody& body, const TaskContext& ctx, std::size_t round);
 
+  // Tracked batches (backups, retries) mark the task this lane runs, so that a lane stuck in
+  // one (past `stuck_at`) is quarantined: allocation skips it until the task returns. Only
+  // from the chunk this lane runs.
+  using Clock = std::chrono::steady_clock;
+  void mark_task(Clock::time_point started, Clock::time_point stuck_at) noexcept {
+    started_.store(started.time_since_epoch().count(), std::memory_order_relaxed);
+    stuck_at_.store(stuck_at.time_since_epoch().count(), std::memory_order_release);
+  }
+  void clear_task() noexcept { stuck_at_.store(kNoTask, std::memory_order_release); }
+  // How long the marked task has run if the lane is stuck at `now`, else 0. Thread-safe.
+  [[nodiscard]] double stuck_for(Clock::time_point now) const noexcept {
+    const auto stuck_at = stuck_at_.load(std::memory_order_acquire);
+    if (stuck_at == kNoTask || now.time_since_epoch().count() < stuck_at) return 0.0;
+    const Clock::duration ran(now.time_since_epoch().count() -
+                              started_.load(std::memory_order_relaxed));
+    return std::chrono::duration<double>(ran).count();
+  }
+
  private:
   friend class LaneSet;
   friend class ThreadLanes;
   friend class PostedLanesCore;
 
+  static constexpr Clock::rep kNoTask = std::numeric_limits<Clock::rep>::max();
+
   const std::size_t index_;
   const Slowdown slowdown_;
+  std::atomic<Clock::rep> started_{0};
+  std::atomic<Clock::rep> stuck_at_{kNoTask};
   sim::Rng rng_;  // stream (run seed, index): the simulator's stream for this worker
   // Sleep delays wait on this so that a stop request ends them early.
   std::mutex pause_mutex_;
@@ -116,6 +139,9 @@ class LaneSet {
   // Adds (or, with settle_backlog(), removes) `tasks` to lane `lane`'s backlog.
   void add_backlog(std::size_t lane, std::size_t tasks) noexcept;
   void settle_backlog(std::size_t lane, std::size_t tasks) noexcept;
+  // The lanes stuck in a task at `now` (Lane::stuck_for() > 0), in index order.
+  [[nodiscard]] std::vector<std::size_t> stuck(Lane::Clock::time_point now) const;
+  [[nodiscard]] Lane& lane(std::size_t index) noexcept { return *lanes_[index]; }
   // Whether the calling thread is running a chunk of this set (or is one of its threads): a
   // batch started there could wait for itself.
   [[nodiscard]] bool is_own_thread() const noexcept;

@@ -2,6 +2,7 @@
 
 #include "ata/core/error.hpp"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -23,6 +24,10 @@ std::size_t Lanes::size() const noexcept { return core_->size(); }
 const PoolOptions& Lanes::options() const noexcept { return core_->options(); }
 
 std::size_t Lanes::queued_chunks() const { return core_->queued(); }
+
+std::vector<std::size_t> Lanes::stuck_lanes() const {
+  return core_->stuck(std::chrono::steady_clock::now());
+}
 
 bool Lanes::is_shut_down() const noexcept { return core_->is_shut_down(); }
 

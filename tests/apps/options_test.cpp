@@ -138,6 +138,9 @@ TEST_CASE("ata-sgd's and ata-prox's command lines refuse what they cannot use",
              ContainsSubstring("--data: must not be empty"));
   CHECK_THAT(training_error(Method::sgd, {"--strategies", "ata,"}),
              ContainsSubstring("--strategies: empty item"));
+  CHECK_THAT(training_error(Method::prox, {"--backups", "maybe"}),
+             ContainsSubstring("--backups: maybe not in {on,copies,off}"));
+  CHECK(training_error(Method::sgd, {"--backups", "copies"}) == "(accepted)");
   CHECK(training_error(Method::sgd, {"--problem", "quadratic", "--dim", "1000"}) == "(accepted)");
 }
 

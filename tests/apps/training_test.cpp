@@ -66,6 +66,10 @@ TEST_CASE("allocated strategies follow the same iterates", "[apps][training]") {
   REQUIRE(ofta.rounds == 40);
   CHECK(ofta.final_gap == uta.final_gap);  // task j of round k draws the same sample anywhere
   CHECK(ofta.final_gap == pull.final_gap);
+  // Backup copies and take-overs change where a task runs, never its result.
+  auto with_backups = config;
+  with_backups.backups = ata::runtime::Backups::on;
+  CHECK(ata::ml::train(logistic, with_backups, "ofta").final_gap == ofta.final_gap);
 }
 
 TEST_CASE("training rejects bad settings", "[apps][training][errors]") {

@@ -128,3 +128,29 @@ TEST_CASE("backup rule: an unknown mean is taken to be the largest known one",
   CHECK(rule.next(std::vector<BackupWorker>{idle(0.0), busy(0.0, 0, 1e9)}).kind ==
         BackupAction::Kind::none);
 }
+
+TEST_CASE("backup rule: no backup copy before min_overdue", "[core][stragglers]") {
+  const BackupRule rule(
+      BackupOptions{}.set_enabled(true).set_take_overs(false).set_min_overdue(10.0));
+  std::vector<BackupWorker> view = {busy(1.0, 0, 5.0), idle(1.0)};  // 5x its mean, < 10
+  CHECK(rule.next(view).kind == BackupAction::Kind::none);
+  CHECK(rule.time_to_next_overdue(view) == Approx(5.0));
+  view[0].elapsed = 10.0;
+  CHECK(rule.next(view).kind == BackupAction::Kind::backup);
+  CHECK_THROWS_AS(BackupRule(BackupOptions{}.set_min_overdue(-1.0)), ata::InvalidArgument);
+}
+
+TEST_CASE("backup rule: a stalled worker's unstarted tasks go to any available worker",
+          "[core][stragglers]") {
+  const BackupRule rule = enabled_rule();
+  // Equal means and one unstarted task: not worth a take-over from a live worker...
+  std::vector<BackupWorker> view = {busy(1.0, 1, 1.0), idle(1.0)};
+  CHECK(rule.next(view).kind == BackupAction::Kind::none);
+  // ...but a stalled worker's task is expected never to finish, whoever helps.
+  view[0].stalled = true;
+  view[1].mean = 3.0;
+  const BackupAction a = rule.next(view);
+  CHECK(a.kind == BackupAction::Kind::take_over);
+  CHECK(a.worker == 1);
+  CHECK(a.from == 0);
+}

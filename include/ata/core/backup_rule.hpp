@@ -20,6 +20,10 @@ struct BackupOptions {
   double threshold_multiple = 4.0;
   /// Copies of one task that may run at once, the original included (>= 1; 1: take-overs only).
   std::size_t max_copies = 2;
+  /// No backup copy of a copy that has run less than this (>= 0, in the driver's time unit):
+  /// a thread runtime sets it above its own latency, so that tasks of microseconds, whose
+  /// jitter passes any multiple of their mean, are not copied for nothing. 0 in virtual time.
+  double min_overdue = 0.0;
   /// Whether an idle worker takes over other workers' unstarted tasks (step 1 of the rule);
   /// false: backup copies only.
   bool take_overs = true;
@@ -34,6 +38,10 @@ struct BackupOptions {
   }
   BackupOptions& set_max_copies(std::size_t value) noexcept {
     max_copies = value;
+    return *this;
+  }
+  BackupOptions& set_min_overdue(double value) noexcept {
+    min_overdue = value;
     return *this;
   }
   BackupOptions& set_take_overs(bool value) noexcept {
@@ -52,6 +60,10 @@ struct BackupWorker {
   /// Idle and free to help: it had a share of the batch and has finished it. A worker the
   /// allocation gave nothing never helps, so that backups never undo the allocation's choice.
   bool available = false;
+  /// Quarantined: a task elsewhere has run far past its deadline on it (a thread runtime's
+  /// stuck worker), so its unstarted tasks are expected never to finish and any available
+  /// worker takes them over.
+  bool stalled = false;
 };
 
 /// What one available worker should do now.
@@ -85,7 +97,8 @@ struct BackupAction {
 /// 1. Take-over (unless BackupOptions::take_overs is false): the worker whose last unstarted task
 /// is expected to finish last (its running
 ///    copy's expected remaining time, mean - elapsed, plus unstarted x mean) gives that task to
-///    the available worker when the latter's mean is below that expected finish.
+///    the available worker when the latter's mean is below that expected finish (always, when
+///    the worker is stalled).
 /// 2. Backup copy: of the running copy most overdue (largest elapsed / threshold), when fewer
 ///    than max_copies copies of its task run, it has run threshold_multiple x its worker's mean,
 ///    and at least the available worker's mean (a copy that has run t is, under heavy tails,
@@ -96,7 +109,8 @@ struct BackupAction {
 /// Immutable after construction: every method is const and thread-safe.
 class BackupRule {
  public:
-  /// Throws ata::InvalidArgument for a threshold_multiple that is NaN or <= 1, or max_copies 0.
+  /// Throws ata::InvalidArgument for a threshold_multiple that is NaN or <= 1, max_copies 0, or
+  /// a min_overdue that is NaN or negative.
   explicit BackupRule(const BackupOptions& options);
 
   [[nodiscard]] const BackupOptions& options() const noexcept { return options_; }

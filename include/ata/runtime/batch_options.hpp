@@ -5,16 +5,28 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/error.hpp"
 
 namespace ata::runtime {
+
+/// Backup tasks of allocated batches (ata::BackupRule, the simulator's rule):
+enum class Backups : std::uint8_t {
+  off,     ///< every task runs where it was allocated, and the batch waits for it
+  copies,  ///< a worker done with its share starts backup copies of overdue tasks
+  on,      ///< as copies, and it first takes over tasks other shares have not started
+};
 
 /// How a BatchScheduler treats concurrent batches, with fluent setters.
 ///
 /// @code
 /// ata::runtime::BatchScheduler scheduler(
 ///     pool, policy, ata::runtime::SchedulerOptions{}.set_max_in_flight(16).set_load_aware(true));
+/// ata::runtime::BatchScheduler resilient(
+///     pool, policy, ata::runtime::SchedulerOptions{}.set_backups(ata::runtime::Backups::on)
+///                       .set_retries(2));
 /// @endcode
 ///
 /// A value type; not synchronised.
@@ -54,14 +66,75 @@ class SchedulerOptions {
     return *this;
   }
 
+  /// Backup tasks in allocated batches (Backups::off by default; docs/stragglers.md measures
+  /// why). A worker that has finished its share while the batch still waits takes over tasks
+  /// other shares have not started (Backups::on), then, once a running task has run
+  /// backup_threshold() x its worker's learned mean, runs a backup copy of it, at most
+  /// backup_copies() copies per task at once. The first copy to finish gives the task's
+  /// result; the others get a stop request (TaskContext::stop_requested()), their results
+  /// are discarded and their time counts as worker time (report.tasks: accepted = false),
+  /// and the policy hears Policy::observe_censored() for them. With backups (or retries),
+  /// allocated batches time every task, whatever set_time_chunks() says, and a worker whose
+  /// task has run stuck_after() x its mean is quarantined (see Lanes::stuck_lanes()).
+  SchedulerOptions& set_backups(Backups mode) noexcept {
+    backups_ = mode;
+    return *this;
+  }
+  /// The multiple of a worker's learned mean past which its running task earns a backup copy
+  /// (> 1, else ata::InvalidArgument; 4 by default, as ata-sim).
+  SchedulerOptions& set_backup_threshold(double multiple);
+  /// Copies of one task running at once, the original included (>= 1, else
+  /// ata::InvalidArgument; 2 by default).
+  SchedulerOptions& set_backup_copies(std::size_t copies);
+  /// No backup copy of a task that has run less than this (>= 0, else ata::InvalidArgument;
+  /// 1 ms by default): below the scheduler's own latency (waking a lane, a timer), a copy
+  /// costs more than it can save, and tasks of microseconds pass any multiple of their mean
+  /// by mere jitter.
+  SchedulerOptions& set_backup_min_overdue(std::chrono::nanoseconds after);
+  /// The multiple of a worker's learned mean past which a task still running marks the worker
+  /// stuck (> 1, else ata::InvalidArgument; 16 by default): allocation skips it until the task
+  /// returns. Applies with backups or retries on.
+  SchedulerOptions& set_stuck_after(double multiple);
+  /// How often a task of an allocated batch that throws is run again, on another worker
+  /// where there is one, before the batch fails with its last exception (0 by default: the
+  /// first exception fails the batch). A failed attempt's time counts as worker time; the
+  /// policy does not learn from it (a failure says nothing of the worker's speed).
+  SchedulerOptions& set_retries(std::size_t retries) noexcept {
+    retries_ = retries;
+    return *this;
+  }
+
   [[nodiscard]] std::size_t max_in_flight() const noexcept { return max_in_flight_; }
   [[nodiscard]] bool load_aware() const noexcept { return load_aware_; }
   [[nodiscard]] bool time_chunks() const noexcept { return time_chunks_; }
+  [[nodiscard]] Backups backups() const noexcept { return backups_; }
+  [[nodiscard]] double backup_threshold() const noexcept { return backup_threshold_; }
+  [[nodiscard]] std::size_t backup_copies() const noexcept { return backup_copies_; }
+  [[nodiscard]] std::chrono::nanoseconds backup_min_overdue() const noexcept {
+    return backup_min_overdue_;
+  }
+  [[nodiscard]] double stuck_after() const noexcept { return stuck_after_; }
+  [[nodiscard]] std::size_t retries() const noexcept { return retries_; }
+  /// The rule's settings these options give.
+  [[nodiscard]] BackupOptions backup_options() const noexcept {
+    return BackupOptions{}
+        .set_enabled(backups_ != Backups::off)
+        .set_take_overs(backups_ == Backups::on)
+        .set_threshold_multiple(backup_threshold_)
+        .set_max_copies(backup_copies_)
+        .set_min_overdue(std::chrono::duration<double>(backup_min_overdue_).count());
+  }
 
  private:
   std::size_t max_in_flight_ = kDefaultMaxInFlight;
   bool load_aware_ = true;
   bool time_chunks_ = false;
+  Backups backups_ = Backups::off;
+  double backup_threshold_ = 4.0;
+  std::size_t backup_copies_ = 2;
+  std::chrono::nanoseconds backup_min_overdue_ = std::chrono::milliseconds(1);
+  double stuck_after_ = 16.0;
+  std::size_t retries_ = 0;
 };
 
 /// Options of one batch.

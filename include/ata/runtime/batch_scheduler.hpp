@@ -64,13 +64,25 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// teaches nothing: its time was cut short. SchedulerOptions::set_time_chunks() trades the
 /// per-task times of allocated batches for one clock read per chunk.
 ///
-/// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
-/// inside its task any more. It does not wait for workers that never got to it: in pull and
-/// greedy modes, a worker busy elsewhere that reaches the batch's chunk afterwards skips it.
+/// Stragglers (SchedulerOptions::set_backups(), set_retries(); docs/stragglers.md): in an
+/// allocated batch, a worker done with its share takes over tasks other shares have not
+/// started and runs backup copies of tasks running past a multiple of their worker's learned
+/// mean (ata::BackupRule, the simulator's rule); the first copy to finish gives the result,
+/// exactly one per index; the others are stopped and the policy hears
+/// Policy::observe_censored() for them. A throwing task may be retried on another worker. A
+/// worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
 ///
-/// Cost: B is at most kMaxBatch. A batch keeps about 32 bytes per task that ran (its
-/// TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in greedy mode) plus,
-/// per result, an std::optional slot and the returned value, and a few cache lines per worker.
+/// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
+/// inside its task any more (but see run() for a task handed over as a std::shared_ptr). It does
+/// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
+/// that reaches the batch's chunk afterwards skips it.
+///
+/// Cost: B is at most kMaxBatch. With backups or retries, an allocated batch also takes its
+/// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
+/// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
+/// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in
+/// greedy mode) plus, per result, an std::optional slot and the returned value, and a few cache
+/// lines per worker.
 ///
 /// Thread-safety: run() may be called from any number of threads at once (not from a task of
 /// the same pool: that throws ata::Error). Concurrent batches are correct and share the
@@ -96,9 +108,14 @@ class BatchScheduler {
 
   /// Runs B = `batch` tasks and returns their results by task index, with the round report.
   /// `task` is called as task(const TaskContext&) on several workers at once, so it must be
-  /// safe to call concurrently; it returns a movable value or void. run() returns only when
-  /// no worker runs `task` any more, and no worker calls it afterwards, so `task` may capture
-  /// locals by reference. Thread-safe.
+  /// safe to call concurrently; it returns a movable value or void. Thread-safe.
+  ///
+  /// run() returns only when no worker runs `task` any more, and no worker calls it
+  /// afterwards, so `task` may capture locals by reference: a copy that ignores its stop
+  /// request (a stopped backup, a stuck worker's task) is waited for, and a task that never
+  /// returns makes run() wait forever. To return as soon as every index has a result, hand
+  /// the task over as a std::shared_ptr (the overload below). A task passed as an rvalue is
+  /// not taken as handed over: a lambda literal is an rvalue but often captures by reference.
   ///
   /// Throws:
   /// - ata::InvalidArgument for batch = 0 or batch > kMaxBatch;
@@ -132,6 +149,44 @@ class BatchScheduler {
     }
     operation->run(result.report, slot_order);
     if constexpr (!std::is_void_v<Result>) result.values = body.take(slot_order);
+    return result;
+  }
+
+  /// As run() above, for a task handed over as a shared pointer: the batch keeps `task` (and
+  /// its result slots) alive for as long as a copy of it runs. With backups or retries on,
+  /// run() then returns as soon as every task index has a result, while late copies (a
+  /// stopped backup that ignores its stop request, a stuck worker's task) finish in the
+  /// background; their results are discarded. Throws as run() above; ata::InvalidArgument for
+  /// a null `task`.
+  template <class Task>
+  requires std::invocable<Task&, const TaskContext&> BatchResult<TaskResult<Task>> run(
+      std::size_t batch, std::shared_ptr<Task> task, const BatchOptions& options = {}) {
+    using Result = TaskResult<Task>;
+    static_assert(std::is_void_v<Result> ||
+                      (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
+                  "a task returns void or a movable value (not a reference)");
+    check_batch(batch);
+    if (!task) throw InvalidArgument("run(): the task handed over is a null pointer");
+    // The task and its result slots, owned together by the caller and the batch.
+    struct Owned {
+      Owned(std::shared_ptr<Task> t, std::size_t b, std::size_t n)
+          : task(std::move(t)), body(*task, b, n) {}
+      std::shared_ptr<Task> task;
+      detail::TypedTaskBody<Task, Result> body;
+    };
+    std::shared_ptr<Owned> owned;
+    std::shared_ptr<detail::BlockingOperation> operation;
+    try {
+      owned = std::make_shared<Owned>(std::move(task), batch, lanes_.size());
+      operation =
+          std::make_shared<detail::BlockingOperation>(*this, batch, owned->body, options, owned);
+    } catch (const std::bad_alloc&) {
+      detail::throw_out_of_memory(batch, "operation");
+    }
+    BatchResult<Result> result;
+    std::vector<std::size_t> slot_order;
+    operation->run(result.report, slot_order);
+    if constexpr (!std::is_void_v<Result>) result.values = owned->body.take(slot_order);
     return result;
   }
 

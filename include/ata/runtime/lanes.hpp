@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "ata/runtime/pool_options.hpp"
 
@@ -55,6 +56,11 @@ class Lanes {
   [[nodiscard]] const PoolOptions& options() const noexcept;
   /// Chunks waiting in the lanes' queues, not counting those running.
   [[nodiscard]] std::size_t queued_chunks() const;
+  /// The lanes quarantined now, in index order: each runs a task of a batch with backups or
+  /// retries (SchedulerOptions) that has run past SchedulerOptions::stuck_after() x the lane's
+  /// learned mean. Allocation skips such a lane until its task returns; the batch's other
+  /// lanes take over its work. Thread-safe; a snapshot.
+  [[nodiscard]] std::vector<std::size_t> stuck_lanes() const;
   /// Whether shutdown() has started.
   [[nodiscard]] bool is_shut_down() const noexcept;
   /// Fails the batches with queued work (ShutdownError), requests stop of the running ones

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ata/runtime/batch_options.hpp"
@@ -57,9 +58,11 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
 
  protected:
   /// `body` is only stored: it may be a member of the derived class, constructed later, and
-  /// must stay alive until on_finished() has been called.
+  /// must stay alive until on_finished() has been called. With `owner` (which owns `body`),
+  /// an allocated batch with backups or retries finishes as soon as every task index has a
+  /// result, and the batch keeps `owner` until its late copies have ended.
   BatchOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
-                 const BatchOptions& options);
+                 const BatchOptions& options, std::shared_ptr<void> owner = nullptr);
 
   /// Blocking front end: waits for a slot and submits the batch; on_finished() follows,
   /// possibly from within this call. Throws ata::Error on one of the pool's own workers (it
@@ -105,6 +108,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   BatchScheduler& scheduler_;
   const std::size_t batch_;
   TaskBody& body_;
+  std::shared_ptr<void> owner_;  // handed to the batch when submitted
   const BatchOptions options_;
   const std::chrono::steady_clock::time_point start_;
 
@@ -126,8 +130,8 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
 class BlockingOperation final : public BatchOperation {
  public:
   BlockingOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
-                    const BatchOptions& options)
-      : BatchOperation(scheduler, batch, body, options) {}
+                    const BatchOptions& options, std::shared_ptr<void> owner = nullptr)
+      : BatchOperation(scheduler, batch, body, options, std::move(owner)) {}
 
   /// Runs the batch; on success fills the report and the slot order, else throws what
   /// BatchScheduler::run() documents.

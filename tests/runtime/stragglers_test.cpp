@@ -1,0 +1,401 @@
+// Backups, stuck workers and retries of allocated batches on threads (issue 11).
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+#include "ata/runtime/posted_lanes.hpp"
+
+using namespace std::chrono_literals;
+namespace rt = ata::runtime;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// Sleeps `delay`, or less when the task's stop is requested.
+void nap(const rt::TaskContext& ctx, std::chrono::nanoseconds delay) {
+  std::mutex mutex;
+  std::condition_variable_any never;
+  std::unique_lock lock(mutex);
+  never.wait_for(lock, ctx.stop_token(), delay, [] { return false; });
+}
+
+// Every index has exactly one accepted record, and results[j] is task j's value.
+template <class Values>
+void check_exactly_once(const Values& values, const rt::RoundReport& report, std::size_t batch) {
+  REQUIRE(values.size() == batch);
+  for (std::size_t j = 0; j < batch; ++j) CHECK(values[j] == j);
+  std::vector<int> accepted(batch, 0);
+  for (const rt::TaskRecord& record : report.tasks) {
+    REQUIRE(record.task < batch);
+    if (record.accepted) ++accepted[record.task];
+  }
+  CHECK(std::all_of(accepted.begin(), accepted.end(), [](int n) { return n == 1; }));
+  for (std::size_t j = 0; j < batch; ++j) CHECK(report.tasks[j].task == j);
+}
+
+// Without failures a task never has more copies than the rule allows at once: a copy ends by
+// giving the result or by being stopped after another gave it, and none starts after that.
+void check_copies_at_most(const rt::RoundReport& report, std::size_t batch, int copies) {
+  std::vector<int> ran(batch, 0);
+  for (const rt::TaskRecord& record : report.tasks) ++ran[record.task];
+  CHECK(*std::max_element(ran.begin(), ran.end()) <= copies);
+}
+
+rt::SchedulerOptions with_backups(rt::Backups mode = rt::Backups::on) {
+  return rt::SchedulerOptions{}.set_backups(mode);
+}
+
+// A minimal executor for PostedLanes: one thread running what is posted to it, in order.
+class WorkQueue {
+ public:
+  WorkQueue()
+      : thread_([this](const std::stop_token& stop) {
+          std::unique_lock lock(mutex_);
+          while (true) {
+            changed_.wait(lock, stop, [&] { return !work_.empty(); });
+            if (work_.empty()) return;  // stop requested
+            auto work = std::move(work_.front());
+            work_.erase(work_.begin());
+            lock.unlock();
+            work();
+            lock.lock();
+          }
+        }) {}
+  void post(std::function<void()> work) {
+    {
+      std::lock_guard lock(mutex_);
+      work_.push_back(std::move(work));
+    }
+    changed_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::vector<std::function<void()>> work_;
+  std::jthread thread_;  // last: it stops and joins first
+};
+
+}  // namespace
+
+TEST_CASE("scheduler options refuse bad backup settings", "[runtime][stragglers][errors]") {
+  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_backup_threshold(1.0),
+                    ContainsSubstring("backup threshold must be > 1") && ContainsSubstring("1"));
+  CHECK_THROWS_AS(rt::SchedulerOptions{}.set_backup_copies(0), ata::InvalidArgument);
+  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_backup_min_overdue(std::chrono::nanoseconds(-1)),
+                    ContainsSubstring("got -1 ns"));
+  CHECK(rt::SchedulerOptions{}.backup_options().min_overdue == 1e-3);
+  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_stuck_after(0.5),
+                    ContainsSubstring("stuck_after must be > 1") && ContainsSubstring("0.5"));
+  const auto options = with_backups(rt::Backups::copies).set_backup_threshold(3.0);
+  CHECK(options.backup_options().enabled);
+  CHECK_FALSE(options.backup_options().take_overs);
+  CHECK(options.backup_options().threshold_multiple == 3.0);
+  CHECK_FALSE(rt::SchedulerOptions{}.backup_options().enabled);
+}
+
+TEST_CASE("a worker 50x slower on some tasks: backups give each result once, sooner",
+          "[runtime][stragglers]") {
+  constexpr std::size_t kWorkers = 4;
+  constexpr std::size_t kBatch = 16;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, with_backups());
+  std::atomic<bool> spikes{false};
+  const auto task = [&](const rt::TaskContext& ctx) {
+    // Worker 0 is 50x slower on every other task while spikes are on.
+    const bool slow = spikes.load() && ctx.worker() == 0 && ctx.task() % 2 == 0;
+    nap(ctx, slow ? 100ms : 2ms);
+    return ctx.task();
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) {
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+  }
+  spikes = true;
+  auto [values, report] = scheduler.run(kBatch, task);
+  check_exactly_once(values, report, kBatch);
+  check_copies_at_most(report, kBatch, 2);
+  // Worker 0's first task is backed up after 4x its 2 ms mean, its unstarted ones taken over:
+  // without backups the batch would take 2 x 100 ms.
+  CHECK(report.backup_copies + report.takeovers >= 1);
+  CHECK(report.wall < 100ms);
+  CHECK(report.discarded() >= 1);
+  CHECK(report.worker_time() >= report.critical_path());
+  std::lock_guard lock(policy.mutex());
+  CHECK(policy.stats(0).censored_count() >= 1);
+  CHECK(policy.stats(0).censored_sum() > 0.0);
+}
+
+TEST_CASE("backups work the same on posted lanes", "[runtime][stragglers]") {
+  constexpr std::size_t kLanes = 3;
+  constexpr std::size_t kBatch = 9;
+  std::vector<std::unique_ptr<WorkQueue>> queues;
+  std::vector<rt::PostedLanes::Launcher> launchers;
+  for (std::size_t i = 0; i < kLanes; ++i) {
+    queues.push_back(std::make_unique<WorkQueue>());
+    launchers.push_back([queue = queues.back().get()](std::function<void()> work) {
+      queue->post(std::move(work));
+    });
+  }
+  rt::PostedLanes lanes(launchers);
+  ata::UniformPolicy policy(kLanes);
+  rt::BatchScheduler scheduler(lanes, policy, with_backups());
+  std::atomic<bool> spikes{false};
+  const auto task = [&](const rt::TaskContext& ctx) {
+    nap(ctx, spikes.load() && ctx.worker() == 2 && ctx.task() % 3 == 0 ? 200ms : 2ms);
+    return ctx.task();
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, task);
+  spikes = true;
+  auto [values, report] = scheduler.run(kBatch, task);
+  check_exactly_once(values, report, kBatch);
+  check_copies_at_most(report, kBatch, 2);
+  CHECK(report.backup_copies + report.takeovers >= 1);
+  CHECK(report.wall < 200ms);
+  lanes.shutdown();  // before the queues go
+}
+
+TEST_CASE("backups copies mode runs copies but takes nothing over", "[runtime][stragglers]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kBatch = 9;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, with_backups(rt::Backups::copies));
+  std::atomic<bool> spikes{false};
+  const auto task = [&](const rt::TaskContext& ctx) {
+    nap(ctx, spikes.load() && ctx.worker() == 0 && ctx.task() == 0 ? 200ms : 2ms);
+    return ctx.task();
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, task);
+  spikes = true;
+  auto [values, report] = scheduler.run(kBatch, task);
+  check_exactly_once(values, report, kBatch);
+  CHECK(report.takeovers == 0);
+  CHECK(report.backup_copies >= 1);
+  CHECK(report.wall < 200ms);
+}
+
+TEST_CASE("a blocked worker: the batch completes without it, it is quarantined, then used again",
+          "[runtime][stragglers]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kBatch = 9;
+  rt::WorkerPool pool(kWorkers);
+  ata::OraclePolicy policy({1.0, 1.0, 1.0});
+  rt::BatchScheduler scheduler(pool, policy, with_backups());
+  struct Gate {
+    std::atomic<bool> armed{false};
+    std::atomic<bool> blocked{false};
+    std::mutex mutex;
+    std::condition_variable released_cv;
+    bool released = false;
+  };
+  const auto gate = std::make_shared<Gate>();
+  // Handed over as a shared pointer: run() may return while a copy of it still runs.
+  const auto make_task = [gate] {
+    auto task = [gate](const rt::TaskContext& ctx) {
+      if (ctx.worker() == 0 && gate->armed.exchange(false)) {
+        gate->blocked = true;
+        std::unique_lock lock(gate->mutex);  // ignores its stop request
+        gate->released_cv.wait(lock, [&] { return gate->released; });
+        gate->blocked = false;
+      } else {
+        std::this_thread::sleep_for(1ms);
+      }
+      return ctx.task();
+    };
+    return std::make_shared<decltype(task)>(std::move(task));
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, make_task());
+  gate->armed = true;
+  {
+    auto [values, report] = scheduler.run(kBatch, make_task());
+    check_exactly_once(values, report, kBatch);
+    CHECK(gate->blocked.load());  // returned while worker 0 still blocks
+    CHECK(report.backup_copies + report.takeovers >= 1);
+  }
+  // Stuck once its task has run 16x its mean of about 1 ms.
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (pool.stuck_lanes().empty() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(pool.stuck_lanes() == std::vector<std::size_t>{0});
+  {
+    auto [values, report] = scheduler.run(kBatch, make_task());
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.allocation[0] == 0);  // quarantined
+  }
+  {
+    std::lock_guard lock(gate->mutex);
+    gate->released = true;
+  }
+  gate->released_cv.notify_all();
+  while ((gate->blocked.load() || !pool.stuck_lanes().empty()) &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(pool.stuck_lanes().empty());
+  auto [values, report] = scheduler.run(kBatch, make_task());
+  check_exactly_once(values, report, kBatch);
+  CHECK(report.allocation[0] > 0);
+  CHECK(std::any_of(report.tasks.begin(), report.tasks.end(),
+                    [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; }));
+}
+
+TEST_CASE("a task not handed over is waited for, even a stopped copy that ignores its stop",
+          "[runtime][stragglers]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 4;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, with_backups());
+  std::atomic<bool> spike{false};
+  std::atomic<bool> slow_copy_running{false};
+  // Captures by reference: run() must not return while a copy still runs.
+  const auto task = [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 0 && spike.exchange(false)) {
+      slow_copy_running = true;
+      std::this_thread::sleep_for(150ms);  // ignores its stop request
+      slow_copy_running = false;
+    } else {
+      std::this_thread::sleep_for(1ms);
+    }
+    return ctx.task();
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, task);
+  spike = true;
+  auto [values, report] = scheduler.run(kBatch, task);
+  check_exactly_once(values, report, kBatch);
+  CHECK_FALSE(slow_copy_running.load());
+  CHECK(report.wall >= 150ms);
+  CHECK(report.backup_copies + report.takeovers >= 1);
+  CHECK_THROWS_WITH(scheduler.run(kBatch, std::shared_ptr<decltype(task)>()),
+                    ContainsSubstring("null pointer"));
+}
+
+TEST_CASE("a throwing task is retried on another worker, up to the limit",
+          "[runtime][stragglers][errors]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kBatch = 12;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+
+  SECTION("tasks failing once succeed on their retry") {
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+    std::vector<std::atomic<int>> attempts(kBatch);
+    std::vector<std::atomic<std::size_t>> failed_on(kBatch);
+    std::vector<std::atomic<std::size_t>> succeeded_on(kBatch);
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (attempts[ctx.task()]++ == 0 && ctx.task() % 3 == 0) {
+        failed_on[ctx.task()] = ctx.worker();
+        throw std::runtime_error("flaky");
+      }
+      succeeded_on[ctx.task()] = ctx.worker();
+      return ctx.task();
+    });
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.retries == kBatch / 3);
+    for (std::size_t j = 0; j < kBatch; j += 3) {
+      CHECK(attempts[j] == 2);
+      CHECK(succeeded_on[j] != failed_on[j]);
+    }
+    // Failed attempts are discarded records; the policy learned only the B accepted times.
+    CHECK(report.discarded() == kBatch / 3);
+    std::lock_guard lock(policy.mutex());
+    std::size_t learned = 0;
+    for (std::size_t i = 0; i < kWorkers; ++i) learned += policy.stats(i).count();
+    CHECK(learned == kBatch);
+  }
+
+  SECTION("a task failing every attempt fails the batch with its last exception") {
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+    std::atomic<int> attempts{0};
+    std::mutex mutex;
+    std::set<std::size_t> workers;
+    CHECK_THROWS_WITH(
+        scheduler.run(kBatch,
+                      [&](const rt::TaskContext& ctx) {
+                        if (ctx.task() == 5) {
+                          const int attempt = ++attempts;
+                          {
+                            std::lock_guard lock(mutex);
+                            workers.insert(ctx.worker());
+                          }
+                          throw std::runtime_error("attempt " + std::to_string(attempt));
+                        }
+                        return ctx.task();
+                      }),
+        "attempt 3");
+    CHECK(attempts == 3);
+    CHECK(workers.size() >= 2);
+    // The pool stays usable.
+    auto [values, report] =
+        scheduler.run(kBatch, [](const rt::TaskContext& ctx) { return ctx.task(); });
+    check_exactly_once(values, report, kBatch);
+  }
+
+  SECTION("without retries the first exception fails the batch, backups or not") {
+    rt::BatchScheduler scheduler(pool, policy, with_backups());
+    std::atomic<int> attempts{0};
+    CHECK_THROWS_WITH(scheduler.run(kBatch,
+                                    [&](const rt::TaskContext& ctx) {
+                                      if (ctx.task() == 4) {
+                                        ++attempts;
+                                        throw std::runtime_error("once");
+                                      }
+                                      return ctx.task();
+                                    }),
+                      "once");
+    CHECK(attempts <= 2);  // the original, and a backup copy if one had started
+  }
+}
+
+TEST_CASE("8 concurrent submitters with backups: every result exactly once",
+          "[runtime][stragglers][concurrency]") {
+  constexpr std::size_t kWorkers = 4;
+  constexpr std::size_t kSubmitters = 8;
+  constexpr std::size_t kRounds = 15;
+  constexpr std::size_t kBatch = 12;
+  rt::WorkerPool pool(kWorkers);
+  ata::AtaEmpiricalPolicy policy(kWorkers, 1.0);
+  rt::BatchScheduler scheduler(pool, policy, with_backups().set_retries(1));
+  std::atomic<std::size_t> failures{0};
+  std::vector<std::thread> submitters;
+  for (std::size_t s = 0; s < kSubmitters; ++s) {
+    submitters.emplace_back([&, s] {
+      for (std::size_t round = 0; round < kRounds; ++round) {
+        // Worker 1 is 50x slower on some tasks.
+        auto [values, report] = scheduler.run(kBatch, [s, round](const rt::TaskContext& ctx) {
+          const bool spike = ctx.worker() == 1 && (ctx.task() + round + s) % 4 == 0;
+          nap(ctx, spike ? 10ms : 200us);
+          return ctx.task();
+        });
+        bool ok = values.size() == kBatch;
+        std::vector<int> accepted(kBatch, 0);
+        for (std::size_t j = 0; ok && j < kBatch; ++j) ok = values[j] == j;
+        for (const auto& record : report.tasks) {
+          if (record.accepted && record.task < kBatch) ++accepted[record.task];
+        }
+        ok = ok && std::all_of(accepted.begin(), accepted.end(), [](int n) { return n == 1; });
+        if (!ok) ++failures;
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  CHECK(failures == 0);
+  CHECK(scheduler.rounds() == kSubmitters * kRounds);
+}
