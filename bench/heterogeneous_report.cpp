@@ -88,12 +88,6 @@ class LaneHost {
   std::unique_ptr<ata::runtime::Lanes> lanes_;
 };
 
-ata::runtime::Backups backups_mode(const std::string& name) {
-  if (name == "on") return ata::runtime::Backups::on;
-  if (name == "copies") return ata::runtime::Backups::copies;
-  return ata::runtime::Backups::off;
-}
-
 ata::BackupOptions sim_backups(const std::string& name) {
   return ata::BackupOptions{}.set_enabled(name != "off").set_take_overs(name == "on");
 }
@@ -123,7 +117,7 @@ struct ThreadRun {
       : host(c.lanes, ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed)),
         policy(make(name, scenario.scaled(Seconds(unit).count()))),
         scheduler(host.lanes(), *policy,
-                  ata::runtime::SchedulerOptions{}.set_backups(backups_mode(backups))) {}
+                  ata::runtime::SchedulerOptions{}.set_backups(ata::runtime::parse_backups(backups))) {}
   LaneHost host;
   std::unique_ptr<ata::Policy> policy;
   ata::runtime::BatchScheduler scheduler;

@@ -44,6 +44,7 @@ struct Options {
   std::size_t batch_deadline_ms = 0;
   std::size_t max_in_flight = 64;
   std::string load_aware = "on";
+  std::string backups = "off";
 };
 
 void check_at_most(const char* flag, std::size_t value, std::size_t most) {
@@ -77,7 +78,8 @@ int serve(const Options& o) {
   ata::runtime::BatchScheduler scheduler(pool, *policy,
                                          ata::runtime::SchedulerOptions{}
                                              .set_max_in_flight(o.max_in_flight)
-                                             .set_load_aware(o.load_aware == "on"));
+                                             .set_load_aware(o.load_aware == "on")
+                                             .set_backups(ata::runtime::parse_backups(o.backups)));
 
   ata::service::ServerConfig config;
   config.listen = o.listen;
@@ -92,6 +94,7 @@ int serve(const Options& o) {
   config.strategy = std::string(policy->name());
   const nlohmann::json description{{"strategy", config.strategy},
                                    {"load_aware", o.load_aware == "on"},
+                                   {"backups", o.backups},
                                    {"max_in_flight", o.max_in_flight},
                                    {"scenario", scenario.name()},
                                    {"workers", scenario.workers()},
@@ -105,9 +108,10 @@ int serve(const Options& o) {
   // The first line is machine-readable: ata-load --sweep and the tests read the port from it.
   std::printf("%s: listening on %s\n", kProgram, server.endpoint().c_str());
   std::printf(
-      "  strategy %s (load-aware %s, at most %zu batches in flight), scenario %s, %zu "
-      "workers, 1 model unit = %g us of %s, %zu draws per task, seed %llu\n",
-      config.strategy.c_str(), o.load_aware.c_str(), o.max_in_flight, scenario.name().c_str(),
+      "  strategy %s (load-aware %s, backups %s, at most %zu batches in flight), scenario %s, "
+      "%zu workers, 1 model unit = %g us of %s, %zu draws per task, seed %llu\n",
+      config.strategy.c_str(), o.load_aware.c_str(), o.backups.c_str(), o.max_in_flight,
+      scenario.name().c_str(),
       scenario.workers(), o.unit_us, o.burn ? "spinning" : "sleep", o.draws,
       static_cast<unsigned long long>(o.seed));
   std::printf(
@@ -170,6 +174,10 @@ int main(int argc, char** argv) {
   app.add_option("--load-aware", o.load_aware,
                  "on: allocate each batch against the work already queued on each worker")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--backups", o.backups,
+                 "backup tasks of allocated strategies: on (an idle worker also takes over "
+                 "unstarted tasks), copies (copies of overdue tasks only) or off")
+      ->check(CLI::IsMember({"on", "copies", "off"}));
   return ata::apps::run_reporting_errors(kProgram, [&] {
     if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
       std::fputs(help->c_str(), stdout);

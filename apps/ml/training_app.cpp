@@ -313,9 +313,7 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   config.policy.alpha =
       o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
-  config.backups = o.backups == "on"       ? runtime::Backups::on
-                   : o.backups == "copies" ? runtime::Backups::copies
-                                           : runtime::Backups::off;
+  config.backups = runtime::parse_backups(o.backups);
   return config;
 }
 

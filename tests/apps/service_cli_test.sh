@@ -10,6 +10,7 @@ source "$(dirname "$0")/cli_expectations.sh"
 program="$serve"
 expect_error "--port" --port 70000
 expect_error "--load-aware" --load-aware maybe
+expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
 expect_error "unknown strategy 'fast'" --strategy fast
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--listen 'here' is not an IP address" --listen here

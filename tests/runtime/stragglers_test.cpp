@@ -108,6 +108,16 @@ TEST_CASE("scheduler options refuse bad backup settings", "[runtime][stragglers]
   CHECK_FALSE(rt::SchedulerOptions{}.backup_options().enabled);
 }
 
+TEST_CASE("backup modes parse from their names, anything else is refused by name",
+          "[runtime][stragglers][errors]") {
+  CHECK(rt::parse_backups("off") == rt::Backups::off);
+  CHECK(rt::parse_backups("copies") == rt::Backups::copies);
+  CHECK(rt::parse_backups("on") == rt::Backups::on);
+  CHECK_THROWS_WITH(rt::parse_backups("maybe"),
+                    ContainsSubstring("off, copies or on") && ContainsSubstring("'maybe'"));
+  CHECK_THROWS_AS(rt::parse_backups(""), ata::InvalidArgument);
+}
+
 TEST_CASE("a worker 50x slower on some tasks: backups give each result once, sooner",
           "[runtime][stragglers]") {
   constexpr std::size_t kWorkers = 4;

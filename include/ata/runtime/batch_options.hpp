@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "ata/core/backup_rule.hpp"
 #include "ata/core/error.hpp"
@@ -18,6 +19,10 @@ enum class Backups : std::uint8_t {
   copies,  ///< a worker done with its share starts backup copies of overdue tasks
   on,      ///< as copies, and it first takes over tasks other shares have not started
 };
+
+/// The mode named "off", "copies" or "on" (the apps' --backups); ata::InvalidArgument naming
+/// `name` otherwise.
+[[nodiscard]] Backups parse_backups(std::string_view name);
 
 /// How a BatchScheduler treats concurrent batches, with fluent setters.
 ///

@@ -1,0 +1,14 @@
+#include "ata/runtime/batch_options.hpp"
+
+#include <string>
+
+namespace ata::runtime {
+
+Backups parse_backups(std::string_view name) {
+  if (name == "off") return Backups::off;
+  if (name == "copies") return Backups::copies;
+  if (name == "on") return Backups::on;
+  throw InvalidArgument("backups must be off, copies or on, got '" + std::string(name) + "'");
+}
+
+}  // namespace ata::runtime
