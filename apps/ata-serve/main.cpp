@@ -25,6 +25,7 @@ constexpr std::size_t kMostSamples = ata::service::EstimateLimits::kMostSamples;
 constexpr std::size_t kMostBodyBytes = ata::service::EstimateLimits::kMostBody;
 constexpr std::size_t kMostDraws = 10000000;
 constexpr double kMostUnitUs = 1e6;
+constexpr std::size_t kMostCpuList = 1024;  // values of --cpus, one per worker
 
 struct Options {
   std::string listen = "127.0.0.1";
@@ -45,6 +46,7 @@ struct Options {
   std::size_t max_in_flight = 64;
   std::string load_aware = "on";
   std::string backups = "off";
+  std::string cpus;  // comma list, worker i pinned to CPU LIST[i]
 };
 
 void check_at_most(const char* flag, std::size_t value, std::size_t most) {
@@ -74,6 +76,15 @@ int serve(const Options& o) {
       scenario, unit,
       o.burn ? ata::runtime::Slowdown::Kind::burn : ata::runtime::Slowdown::Kind::sleep);
   pool_options.set_seed(o.seed);
+  const auto cpus = ata::apps::numbers_of(o.cpus);
+  if (!cpus.empty() && cpus.size() != scenario.workers()) {
+    throw ata::apps::UsageError("--cpus: " + std::to_string(cpus.size()) + " CPUs for " +
+                                std::to_string(scenario.workers()) +
+                                " workers; give one CPU per worker");
+  }
+  for (std::size_t i = 0; i < cpus.size(); ++i) {
+    pool_options.set_cpu(i, static_cast<unsigned>(cpus[i]));
+  }
   ata::runtime::WorkerPool pool(pool_options);
   ata::runtime::BatchScheduler scheduler(pool, *policy,
                                          ata::runtime::SchedulerOptions{}
@@ -95,6 +106,7 @@ int serve(const Options& o) {
   const nlohmann::json description{{"strategy", config.strategy},
                                    {"load_aware", o.load_aware == "on"},
                                    {"backups", o.backups},
+                                   {"cpus", cpus},
                                    {"max_in_flight", o.max_in_flight},
                                    {"scenario", scenario.name()},
                                    {"workers", scenario.workers()},
@@ -178,6 +190,10 @@ int main(int argc, char** argv) {
                  "backup tasks of allocated strategies: on (an idle worker also takes over "
                  "unstarted tasks), copies (copies of overdue tasks only) or off")
       ->check(CLI::IsMember({"on", "copies", "off"}));
+  app.add_option("--cpus", o.cpus,
+                 "comma list: worker i runs on CPU LIST[i] only; workers sharing a CPU share its "
+                 "time (with --burn, their delays too): real unequal shares of the machine")
+      ->transform(ata::apps::cpu_list(kMostCpuList));
   return ata::apps::run_reporting_errors(kProgram, [&] {
     if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
       std::fputs(help->c_str(), stdout);

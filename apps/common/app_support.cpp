@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -449,6 +450,86 @@ void Progress::update(double fraction, const std::string& detail) {
                std::string(static_cast<std::size_t>(20 - filled), '.').c_str(), percent,
                detail.c_str());
   std::fflush(stderr);
+}
+
+namespace {
+
+// The highest CPU number Linux's affinity masks hold (CPU_SETSIZE - 1).
+constexpr std::uint64_t kHighestCpu = 1023;
+
+// "0-3,6": the CPUs this process may use, as ranges.
+std::string usable_cpus_text(const std::vector<unsigned>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<unsigned> usable_cpus() {
+  std::vector<unsigned> out;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (unsigned c = 0; c <= kHighestCpu && c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CLI::Validator number_list(const CLI::Validator& item, std::size_t most,
+                           std::function<std::string(std::uint64_t)> also) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const auto items = split_list(text);
+        if (items.size() > most) {
+          return "more than " + std::to_string(most) + " values (one per worker)";
+        }
+        std::string canonical;
+        for (std::size_t k = 0; k < items.size(); ++k) {
+          std::string value = items[k];
+          if (value.empty()) return "empty item in '" + ata::detail::excerpt(text) + "'";
+          if (auto error = item(value); !error.empty()) {
+            return "item " + std::to_string(k + 1) + " " + error;
+          }
+          if (also) {
+            std::uint64_t number = 0;
+            std::from_chars(value.data(), value.data() + value.size(), number);
+            if (auto error = also(number); !error.empty()) return error;
+          }
+          canonical += (canonical.empty() ? "" : ",") + value;
+        }
+        text = canonical;
+        return {};
+      },
+      "LIST");
+}
+
+std::vector<std::uint64_t> numbers_of(const std::string& list) {
+  std::vector<std::uint64_t> out;
+  if (list.empty()) return out;
+  for (const auto& item : split_list(list)) {
+    std::uint64_t value = 0;
+    std::from_chars(item.data(), item.data() + item.size(), value);  // checked by number_list
+    out.push_back(value);
+  }
+  return out;
+}
+
+CLI::Validator cpu_list(std::size_t most) {
+  const auto usable = usable_cpus();
+  return number_list(whole_number(0, kHighestCpu), most, [usable](std::uint64_t cpu) {
+    if (std::find(usable.begin(), usable.end(), cpu) != usable.end()) return std::string();
+    return "CPU " + std::to_string(cpu) + " is not one this process may use (" +
+           (usable.empty() ? std::string("none") : usable_cpus_text(usable)) + ")";
+  });
 }
 
 }  // namespace ata::apps

@@ -70,6 +70,14 @@ extern const CLI::Validator kNonEmpty;
 
 /// "a,b,,c" -> {"a", "b", "", "c"}: the items of a comma list, empty ones kept.
 [[nodiscard]] std::vector<std::string> split_list(const std::string& text);
+/// A comma list of at most `most` whole numbers (one per worker), each checked by `item` and
+/// then by `also` (which returns an error, or nothing); attach with ->transform().
+[[nodiscard]] CLI::Validator number_list(const CLI::Validator& item, std::size_t most,
+                                         std::function<std::string(std::uint64_t)> also = {});
+/// The numbers of a list number_list() accepted.
+[[nodiscard]] std::vector<std::uint64_t> numbers_of(const std::string& list);
+/// `--cpus`: a number_list() of CPUs this process may use (Linux affinity), at most `most`.
+[[nodiscard]] CLI::Validator cpu_list(std::size_t most);
 /// The strategies of a `--strategies` list, each once, in order, then the yardsticks every
 /// comparison reports against (OFTA and GTA; ata-sim adds EOFTA) when missing.
 [[nodiscard]] std::vector<std::string> strategies_with_yardsticks(

@@ -1,91 +1,13 @@
 #include "training_options.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <functional>
 #include <utility>
 
 #include "core/checks.hpp"
 
-#ifdef __linux__
-#include <sched.h>
-#endif
-
 namespace ata::ml {
 
 namespace {
-
-// The highest CPU number Linux's affinity masks hold (CPU_SETSIZE - 1).
-constexpr std::uint64_t kHighestCpu = 1023;
-
-// "0-3,6": the CPUs this process may use, as ranges.
-std::string usable_cpus_text(const std::vector<unsigned>& cpus) {
-  std::string out;
-  for (std::size_t i = 0; i < cpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-std::vector<unsigned> usable_cpus() {
-  std::vector<unsigned> out;
-#ifdef __linux__
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-    for (unsigned c = 0; c <= kHighestCpu && c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &allowed)) out.push_back(c);
-    }
-  }
-#endif
-  return out;
-}
-
-// A comma list of whole numbers, one per worker, each checked by `item` and then by `also`
-// (which returns an error or nothing).
-CLI::Validator number_list(const CLI::Validator& item,
-                           std::function<std::string(std::uint64_t)> also = {}) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        const auto items = apps::split_list(text);
-        if (items.size() > kMaxTrainingWorkers) {
-          return "more than " + std::to_string(kMaxTrainingWorkers) + " values (one per worker)";
-        }
-        std::string canonical;
-        for (std::size_t k = 0; k < items.size(); ++k) {
-          std::string value = items[k];
-          if (value.empty()) return "empty item in '" + ata::detail::excerpt(text) + "'";
-          if (auto error = item(value); !error.empty()) {
-            return "item " + std::to_string(k + 1) + " " + error;
-          }
-          if (also) {
-            std::uint64_t number = 0;
-            std::from_chars(value.data(), value.data() + value.size(), number);
-            if (auto error = also(number); !error.empty()) return error;
-          }
-          canonical += (canonical.empty() ? "" : ",") + value;
-        }
-        text = canonical;
-        return {};
-      },
-      "LIST");
-}
-
-template <class T>
-std::vector<T> numbers_of(const std::string& list) {
-  std::vector<T> out;
-  if (list.empty()) return out;
-  for (const auto& item : apps::split_list(list)) {
-    T value{};
-    std::from_chars(item.data(), item.data() + item.size(), value);  // checked by number_list
-    out.push_back(value);
-  }
-  return out;
-}
 
 bool is_preset(const std::string& name) {
   const auto presets = sim::preset_names();
@@ -151,22 +73,17 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
                    "'; expected threads, asio or tbb";
           },
           "KIND"));
-  const auto usable = usable_cpus();
   std::string cpus;
   app.add_option("--cpus", cpus,
                  "comma list: worker i runs on CPU LIST[i] only (e.g. 0,0,0,1: three workers "
                  "share CPU 0, one has CPU 1); OFTA's means are then measured")
-      ->transform(number_list(apps::whole_number(0, kHighestCpu), [usable](std::uint64_t cpu) {
-        if (std::find(usable.begin(), usable.end(), cpu) != usable.end()) return std::string();
-        return "CPU " + std::to_string(cpu) + " is not one this process may use (" +
-               (usable.empty() ? std::string("none") : usable_cpus_text(usable)) + ")";
-      }));
+      ->transform(apps::cpu_list(kMaxTrainingWorkers));
   std::string work_factors;
   app.add_option("--work-factors", work_factors,
                  "comma list: worker i runs each task LIST[i] times (1 to " +
                      std::to_string(kMaxWorkFactor) +
                      "); needs --scenario none; OFTA's means are then measured")
-      ->transform(number_list(apps::whole_number(1, kMaxWorkFactor)));
+      ->transform(apps::number_list(apps::whole_number(1, kMaxWorkFactor), kMaxTrainingWorkers));
   app.add_option("--calibration-tasks", o.calibration_tasks,
                  "tasks per worker of the pass measuring OFTA's means (default " +
                      std::to_string(kDefaultCalibrationTasks) +
@@ -200,8 +117,8 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);
   o.lanes = lanes == "asio" ? LaneKind::asio : lanes == "tbb" ? LaneKind::tbb : LaneKind::threads;
-  o.cpus = numbers_of<unsigned>(cpus);
-  o.work_factors = numbers_of<std::size_t>(work_factors);
+  for (const auto cpu : apps::numbers_of(cpus)) o.cpus.push_back(static_cast<unsigned>(cpu));
+  for (const auto factor : apps::numbers_of(work_factors)) o.work_factors.push_back(factor);
   const bool scenario_given = app.count("--scenario") > 0;
   if (!scenario_given && (!o.cpus.empty() || !o.work_factors.empty())) o.scenario = kNoScenario;
   const bool delays = o.scenario != kNoScenario;

@@ -11,6 +11,8 @@ program="$serve"
 expect_error "--port" --port 70000
 expect_error "--load-aware" --load-aware maybe
 expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
+expect_error "--cpus: CPU 999 is not one this process may use" --cpus 999
+expect_error "--cpus: 2 CPUs for 16 workers; give one CPU per worker" --cpus 0,0
 expect_error "unknown strategy 'fast'" --strategy fast
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--listen 'here' is not an IP address" --listen here
