@@ -193,12 +193,22 @@ TEST_CASE("asio lanes: a stopped io_context fails the batch when it drops the wo
   rt::AsioLanes lanes({io->get_executor()});
   ata::UniformPolicy policy(1);
   rt::BatchScheduler scheduler(lanes, policy);
-  auto pending = std::async(std::launch::async,
-                            [&] { return scheduler.run(2, [](const rt::TaskContext&) {}); });
+  const auto submit = [&] {
+    return std::async(std::launch::async,
+                      [&] { return scheduler.run(2, [](const rt::TaskContext&) {}); });
+  };
+  auto first = submit();
   REQUIRE(eventually([&] { return lanes.queued_chunks() == 1; }));
+  // The first batch's chunk is queued before its run is posted to the io_context, which must
+  // outlive that post. Submissions are ordered as a whole: once a second batch is queued, the
+  // first submission, post included, is over (the second posts nothing: a run is pending).
+  auto second = submit();
+  REQUIRE(eventually([&] { return lanes.queued_chunks() == 2; }));
   io.reset();  // destroys the posted run unrun
-  CHECK_THROWS_MATCHES(pending.get(), ata::Error,
-                       MessageMatches(ContainsSubstring("dropped the work unrun")));
+  for (auto* pending : {&first, &second}) {
+    CHECK_THROWS_MATCHES(pending->get(), ata::Error,
+                         MessageMatches(ContainsSubstring("dropped the work unrun")));
+  }
 }
 
 TEST_CASE("asio lanes: no executors, or an empty one, are refused", "[lanes][asio][errors]") {
