@@ -294,16 +294,4 @@ std::string describe_lanes(const TrainingConfig& config) {
   return out;
 }
 
-const char* lane_kind_name(LaneKind kind) noexcept {
-  switch (kind) {
-    case LaneKind::threads:
-      return "threads";
-    case LaneKind::asio:
-      return "asio";
-    case LaneKind::tbb:
-      return "tbb";
-  }
-  return "threads";
-}
-
 }  // namespace ata::ml

@@ -16,6 +16,19 @@ bool is_preset(const std::string& name) {
 
 }  // namespace
 
+// Here, not with the lanes: the command line (and its fuzzer) needs the names alone.
+const char* lane_kind_name(LaneKind kind) noexcept {
+  switch (kind) {
+    case LaneKind::threads:
+      return "threads";
+    case LaneKind::asio:
+      return "asio";
+    case LaneKind::tbb:
+      return "tbb";
+  }
+  return "threads";
+}
+
 apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* const* argv,
                                                           Method method) {
   apps::CommandLine<TrainingOptions> command_line;
