@@ -18,7 +18,12 @@ constexpr int kMaxDepth = 32;
 // The value as the client wrote it, cut short: enough to recognise, never a whole large body.
 std::string quoted(const Json& value) {
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kQuotedValueChars) text = text.substr(0, kQuotedValueChars) + "...";
+  if (text.size() > kQuotedValueChars) {
+    // Cut between characters, not inside one: the message must stay valid UTF-8.
+    std::size_t cut = kQuotedValueChars;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text = text.substr(0, cut) + "...";
+  }
   return text;
 }
 

@@ -81,6 +81,12 @@ TEST_CASE("a quoted value is cut short and stays valid text", "[service][errors]
   CHECK(error.message.size() < 120);
   const auto bad_utf8 = refused("{\"samples\": \"\xff\"}");
   CHECK(bad_utf8.status == 400);
+  // A two-byte character across the cut (found by fuzz_estimate_request): the cut goes before
+  // it, never between its bytes.
+  const std::string key = std::string(30, 'a') + "\xc4\xbc" + std::string(10, 'b');
+  const auto across = refused("{\"" + key + "\": 8}");
+  CHECK_THAT(across.message, ContainsSubstring("\"" + std::string(30, 'a') + "..."));
+  CHECK(across.message.find('\xc4') == std::string::npos);
 }
 
 TEST_CASE("a body over the limit gets 413 before it is parsed", "[service][errors]") {
