@@ -70,6 +70,10 @@ class AsyncOperation final : public BatchOperation {
   // Runs `step` on the handler's associated executor, never inline.
   template <class Step>
   void post_to_handler(Step step) noexcept {
+    // Held across the post, released after it: Asio wakes the executor's thread after
+    // unlocking, so without it that thread could run the step, run out of work and let its
+    // io_context be destroyed while this thread (a worker) is still inside post().
+    const auto posting = boost::asio::make_work_guard(work_.get_executor());
     try {
       boost::asio::post(work_.get_executor(),
                         [this, keep = shared_from_this(), step] { step(*this); });
