@@ -25,32 +25,15 @@
 
 #include "ata/ata.hpp"
 #include "ata/runtime/async_run.hpp"
+#include "support/gate.hpp"
 
 namespace asio = boost::asio;
 namespace rt = ata::runtime;
 using namespace std::chrono_literals;
 using Catch::Matchers::ContainsSubstring;
+using ata::testing::Gate;
 
 namespace {
-
-// Tasks of a batch wait on it until released or stopped.
-class Gate {
- public:
-  void wait(const rt::TaskContext& ctx) {
-    std::unique_lock lock(mutex_);
-    opened_.wait(lock, ctx.stop_token(), [&] { return open_; });
-  }
-  void open() {
-    std::lock_guard lock(mutex_);
-    open_ = true;
-    opened_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable_any opened_;
-  bool open_ = false;
-};
 
 std::string error_text(const std::exception_ptr& error) {
   if (!error) return "";

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/gate.hpp"
 #include "lanes/lane_kinds.hpp"
 #include "support/eventually.hpp"
 
@@ -36,27 +37,6 @@ namespace rt = ata::runtime;
 using namespace std::chrono_literals;
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::MessageMatches;
-
-// Tasks wait on it until it opens or their stop is requested.
-class Gate {
- public:
-  void wait(const rt::TaskContext& ctx) {
-    std::unique_lock lock(mutex_);
-    opened_.wait(lock, ctx.stop_token(), [&] { return open_; });
-  }
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    opened_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable_any opened_;
-  bool open_ = false;
-};
 
 // How often each task index was called, and on which lanes.
 class Calls {
