@@ -7,7 +7,8 @@
 // whichever worker is free. The load is a fraction of pull's capacity, sum 1/mean_i tasks per
 // second over the mean B. Prints the latency percentiles, how much worker time stays idle while
 // tasks wait in other workers' queues, and with --slow the allocation and backlog of each batch
-// slower than 0.9x the p99 (where its last task ran, and behind what).
+// slower than 0.9x the p99 (where its last task ran, and behind what). --late binds tasks late
+// instead of allocating on arrival, with the rule of the runtime's Binding::late.
 //   ./build/bench/ata_bench_service_queue --strategy ata-auto --load 0.8 --slow
 //   ./build/bench/ata_bench_service_queue --strategy pull --load 0.8
 // docs/service.md reports what it showed.
@@ -43,6 +44,7 @@ struct Config {
   std::uint64_t seed = 1;
   bool slow = false;
   bool takeovers = false;
+  bool late = false;
 };
 
 struct Request {
@@ -57,12 +59,20 @@ struct Request {
   std::size_t last_worker = 0;
 };
 
+// A preset of c.workers workers, or a scenario file (a name with a '/' or a '.').
+ata::sim::Scenario workers_of(const Config& c) {
+  if (c.preset.find_first_of("/.") == std::string::npos) {
+    return ata::sim::make_preset(c.preset, c.workers);
+  }
+  return ata::sim::load_scenario(c.preset);
+}
+
 class QueueSimulation {
  public:
   explicit QueueSimulation(const Config& c)
       : c_(c),
-        scenario_(ata::sim::make_preset(c.preset, c.workers).scaled(c.unit_us * 1e-6)),
-        n_(c.workers),
+        scenario_(workers_of(c).scaled(c.unit_us * 1e-6)),
+        n_(scenario_.workers()),
         queue_(n_),
         busy_(n_, false),
         running_(n_, 0),
@@ -179,7 +189,7 @@ class QueueSimulation {
     r.tasks = tasks;
     r.left = tasks;
     r.seconds.assign(n_, {});
-    if (pull_) {
+    if (pull_ || c_.late) {
       pulled_.push_back(id);
     } else {
       r.backlog.resize(n_);
@@ -197,7 +207,66 @@ class QueueSimulation {
         for (std::size_t t = 0; t < a[i]; ++t) queue_[i].push_back(id);
       }
     }
-    for (std::size_t i = 0; i < n_; ++i) start_next(i, now);
+    start_idle(now);
+  }
+
+  void start_idle(double now) {
+    if (!c_.late) {
+      for (std::size_t i = 0; i < n_; ++i) start_next(i, now);
+      return;
+    }
+    std::vector<std::size_t> order(n_);
+    for (std::size_t i = 0; i < n_; ++i) order[i] = i;
+    const auto m = estimated_means();
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return m[a] < m[b]; });
+    for (const std::size_t i : order) {
+      if (busy_[i]) continue;
+      std::size_t waiting = 0;
+      for (const std::size_t id : pulled_)
+        waiting += requests_[id].tasks - requests_[id].handed_out;
+      if (waiting == 0) return;
+      // Tasks the other workers would end before this one could end one, in FIFO order.
+      std::size_t reached = 0;
+      for (std::size_t j = 0; j < n_; ++j) {
+        if (j == i || !busy_[j] || m[j] <= 0.0) continue;
+        // As the runtime's pacer: a task that has run e is expected to run max(m - e, e) more.
+        const double ran = now - started_[j];
+        const double left = m[i] - std::max(m[j] - ran, ran);
+        if (left > 0) reached += static_cast<std::size_t>(left / m[j]);
+        if (reached >= waiting) break;
+      }
+      if (reached >= waiting) continue;
+      start_at(i, now, reached);
+    }
+  }
+
+  std::vector<double> estimated_means() const {
+    std::vector<double> m(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const auto& st = policy_->stats(i);
+      m[i] = st.count() > 0 ? st.mean() : 0.0;
+    }
+    return m;
+  }
+
+  // Worker takes the waiting task at FIFO position `skip` (0 = the oldest batch's next).
+  void start_at(std::size_t worker, double now, std::size_t skip) {
+    std::size_t id = 0;
+    for (const std::size_t r : pulled_) {
+      const std::size_t left = requests_[r].tasks - requests_[r].handed_out;
+      if (skip < left) {
+        id = r;
+        break;
+      }
+      skip -= left;
+    }
+    if (++requests_[id].handed_out == requests_[id].tasks) std::erase(pulled_, id);
+    busy_[worker] = true;
+    running_[worker] = id;
+    started_[worker] = now;
+    const double seconds = scenario_.models()[worker].sample(worker_rngs_[worker]);
+    requests_[id].seconds[worker].push_back(seconds);
+    events_.emplace(now + seconds, kTaskEnd, worker);
   }
 
   void start_next(std::size_t worker, double now) {
@@ -232,7 +301,11 @@ class QueueSimulation {
       r.done = now;
       if (!pull_) learn(r);
     }
-    start_next(worker, now);
+    if (c_.late) {
+      start_idle(now);
+    } else {
+      start_next(worker, now);
+    }
   }
 
   // An idle worker with an empty queue takes the unstarted task that would end last (the back
@@ -244,7 +317,8 @@ class QueueSimulation {
     double latest = means[idle];
     for (std::size_t j = 0; j < n_; ++j) {
       if (j == idle || queue_[j].empty()) continue;
-      const double end = (static_cast<double>(queue_[j].size()) + (busy_[j] ? 0.5 : 0.0)) * means[j];
+      const double end =
+          (static_cast<double>(queue_[j].size()) + (busy_[j] ? 0.5 : 0.0)) * means[j];
       if (end > latest) {
         latest = end;
         victim = j;
@@ -286,7 +360,8 @@ class QueueSimulation {
   std::deque<std::size_t> pulled_;              // pull: requests with tasks not handed out
   std::vector<bool> busy_;
   std::vector<std::size_t> running_;  // the request of each busy worker's task
-  std::vector<std::size_t> added_;    // the runtime's backlog is added_ - finished_
+  std::vector<double> started_ = std::vector<double>(n_, 0.0);  // late: each task's start
+  std::vector<std::size_t> added_;  // the runtime's backlog is added_ - finished_
   std::vector<std::size_t> finished_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   double last_event_ = 0.0;
@@ -304,7 +379,8 @@ int main(int argc, char** argv) {
   CLI::App app("ata-serve's setting in virtual time: latency percentiles under Poisson load");
   app.add_option("--strategy", c.strategy, "ata-auto, ata, ata-e, ofta, uta or pull");
   app.add_option("--load-aware", c.load_aware, "allocate against the backlog (true/false)");
-  app.add_option("--preset", c.preset, "the workers' simulator preset");
+  app.add_option("--preset", c.preset,
+                 "the workers: a simulator preset, or a scenario file (ignores --workers)");
   app.add_option("--workers", c.workers, "n")->check(CLI::Range(1, 4096));
   app.add_option("--unit-us", c.unit_us, "one model unit, microseconds")
       ->check(CLI::Range(1e-3, 1e6));
@@ -317,6 +393,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--seed", c.seed, "arrivals, sizes, task times, ata-auto's draws");
   app.add_flag("--slow", c.slow, "print the allocation and backlog of the slowest requests");
+  app.add_flag("--late", c.late,
+               "late binding, as the runtime's Binding::late: one queue, oldest batch first; a "
+               "free worker takes the first task the busy ones would not reach before it ends it");
   app.add_flag("--takeovers", c.takeovers,
                "an idle worker takes over the unstarted task expected to end last elsewhere");
   try {

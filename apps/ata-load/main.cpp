@@ -298,7 +298,8 @@ int main(int argc, char** argv) {
   app.add_option("--draws", o.draws, "--sweep: Monte Carlo draws per task")
       ->transform(ata::apps::whole_number(1));
   app.add_option("--strategies", o.strategies,
-                 "--sweep: comma list of NAME or NAME:off (load awareness off)")
+                 "--sweep: comma list of NAME, NAME:off (load awareness off) or NAME:late (late "
+                 "binding)")
       ->delimiter(',');
   app.add_option("--loads", o.loads,
                  "--sweep: offered loads as fractions of pull's saturation throughput")

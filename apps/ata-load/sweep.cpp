@@ -53,6 +53,8 @@ std::vector<std::string> server_arguments(const SweepConfig& c, const SweepStrat
           s.strategy,
           "--load-aware",
           s.load_aware ? "on" : "off",
+          "--binding",
+          s.late ? "late" : "arrival",
           "--seed",
           std::to_string(c.seed),
           "--max-samples",
@@ -107,12 +109,14 @@ SweepStrategy parse_sweep_strategy(const std::string& spec) {
   SweepStrategy s{spec, spec, true};
   if (const auto colon = spec.find(':'); colon != std::string::npos) {
     s.strategy = spec.substr(0, colon);
-    const std::string awareness = spec.substr(colon + 1);
-    if (awareness != "on" && awareness != "off") {
+    const std::string variant = spec.substr(colon + 1);
+    if (variant != "on" && variant != "off" && variant != "late") {
       throw InvalidArgument("--strategies entry '" + spec +
-                            "': expected NAME, NAME:on or NAME:off (load awareness)");
+                            "': expected NAME, NAME:on or NAME:off (load awareness), or "
+                            "NAME:late (late binding)");
     }
-    s.load_aware = awareness == "on";
+    s.load_aware = variant != "off";
+    s.late = variant == "late";
   }
   const auto known = policy_names();
   if (std::find(known.begin(), known.end(), s.strategy) == known.end()) {

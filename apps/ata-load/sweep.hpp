@@ -20,9 +20,11 @@ struct SweepStrategy {
   std::string label;     ///< as given, e.g. "ata-auto:off"
   std::string strategy;  ///< e.g. "ata-auto"
   bool load_aware = true;
+  bool late = false;  ///< ata-serve --binding late
 };
 
-/// Parses "NAME", "NAME:on" or "NAME:off". Throws ata::InvalidArgument otherwise.
+/// Parses "NAME", "NAME:on", "NAME:off" (load awareness) or "NAME:late" (late binding).
+/// Throws ata::InvalidArgument otherwise.
 [[nodiscard]] SweepStrategy parse_sweep_strategy(const std::string& text);
 
 struct SweepConfig {

@@ -46,6 +46,7 @@ struct Options {
   std::size_t max_in_flight = 64;
   std::string load_aware = "on";
   std::string backups = "off";
+  std::string binding = "arrival";
   std::string cpus;  // comma list, worker i pinned to CPU LIST[i]
 };
 
@@ -90,7 +91,8 @@ int serve(const Options& o) {
                                          ata::runtime::SchedulerOptions{}
                                              .set_max_in_flight(o.max_in_flight)
                                              .set_load_aware(o.load_aware == "on")
-                                             .set_backups(ata::runtime::parse_backups(o.backups)));
+                                             .set_backups(ata::runtime::parse_backups(o.backups))
+                                             .set_binding(ata::runtime::parse_binding(o.binding)));
 
   ata::service::ServerConfig config;
   config.listen = o.listen;
@@ -106,6 +108,7 @@ int serve(const Options& o) {
   const nlohmann::json description{{"strategy", config.strategy},
                                    {"load_aware", o.load_aware == "on"},
                                    {"backups", o.backups},
+                                   {"binding", o.binding},
                                    {"cpus", cpus},
                                    {"max_in_flight", o.max_in_flight},
                                    {"scenario", scenario.name()},
@@ -120,9 +123,11 @@ int serve(const Options& o) {
   // The first line is machine-readable: ata-load --sweep and the tests read the port from it.
   std::printf("%s: listening on %s\n", kProgram, server.endpoint().c_str());
   std::printf(
-      "  strategy %s (load-aware %s, backups %s, at most %zu batches in flight), scenario %s, "
+      "  strategy %s (binding %s, load-aware %s, backups %s, at most %zu batches in flight), "
+      "scenario %s, "
       "%zu workers, 1 model unit = %g us of %s, %zu draws per task, seed %llu\n",
-      config.strategy.c_str(), o.load_aware.c_str(), o.backups.c_str(), o.max_in_flight,
+      config.strategy.c_str(), o.binding.c_str(), o.load_aware.c_str(), o.backups.c_str(),
+      o.max_in_flight,
       scenario.name().c_str(),
       scenario.workers(), o.unit_us, o.burn ? "spinning" : "sleep", o.draws,
       static_cast<unsigned long long>(o.seed));
@@ -190,6 +195,11 @@ int main(int argc, char** argv) {
                  "backup tasks of allocated strategies: on (an idle worker also takes over "
                  "unstarted tasks), copies (copies of overdue tasks only) or off")
       ->check(CLI::IsMember({"on", "copies", "off"}));
+  app.add_option("--binding", o.binding,
+                 "allocated strategies: arrival (allocate each batch when it arrives) or late "
+                 "(a free worker takes the first waiting task it would end before the busy "
+                 "faster workers reach it; not with --backups)")
+      ->check(CLI::IsMember({"arrival", "late"}));
   app.add_option("--cpus", o.cpus,
                  "comma list: worker i runs on CPU LIST[i] only; workers sharing a CPU share its "
                  "time (with --burn, their delays too): real unequal shares of the machine")

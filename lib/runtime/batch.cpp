@@ -129,6 +129,28 @@ void Batch::run(Lane& worker) noexcept {
   leave();
 }
 
+bool Batch::enter_for_task(std::size_t& task) noexcept {
+  if (unstarted() == 0 || !try_enter()) return false;
+  task = next_task_.fetch_add(1, std::memory_order_relaxed);
+  // Closed while this worker is inside: the batch completes when the last one leaves.
+  if (task + 1 == batch_) close();
+  return true;
+}
+
+void Batch::run_entered_task(Lane& worker, std::size_t task) noexcept {
+  const std::size_t i = worker.index();
+  TaskContext ctx(task, i, stop_.get_token());
+  try {
+    auto since = clock_.now();
+    const auto duration = run_task(worker, ctx, task, since);
+    body_.accept(i, task);
+    record(i, {task, duration, task});
+  } catch (...) {
+    decide(Outcome::failed, std::current_exception());
+  }
+  leave();
+}
+
 void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexcept {
   if (tracked_) {
     // A lane summoned to help (its share ran already, or it had none) is not needed.

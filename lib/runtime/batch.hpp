@@ -116,6 +116,23 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // After completion as Outcome::succeeded: the stopped copies' running times.
   [[nodiscard]] const std::vector<Censored>& censored() const noexcept;
 
+  // Late binding (runtime/pacer.hpp): a pull batch that is never queued on the lanes; the
+  // pacer hands out its tasks one at a time, under the pacer's own mutex for the first two.
+  // The tasks not handed out yet.
+  [[nodiscard]] std::size_t unstarted() const noexcept {
+    const std::size_t next = next_task_.load(std::memory_order_relaxed);
+    return next < batch_ ? batch_ - next : 0;
+  }
+  // Closed: its tasks are all handed out, or its outcome is decided.
+  [[nodiscard]] bool closed() const noexcept {
+    return (state_.load(std::memory_order_acquire) & kClosed) != 0;
+  }
+  // Enters the batch for its next task and sets `task`, closing the batch when that was its
+  // last one; false once the batch is closed (complete, cancelled or failed).
+  [[nodiscard]] bool enter_for_task(std::size_t& task) noexcept;
+  // Runs the task enter_for_task() gave on `worker`, then leaves the batch.
+  void run_entered_task(Lane& worker, std::size_t task) noexcept;
+
   QueueEntry& entry(std::size_t worker) noexcept override { return logs_[worker].entry; }
   void run(Lane& worker) noexcept override;
   void abandon(std::size_t worker, const std::exception_ptr& reason) noexcept override;

@@ -167,10 +167,20 @@ void BatchOperation::submit_now() {
   Timing timing = Timing::summaries;
   Allocation allocation;
   std::optional<Recovery> recovery;
+  Pacer* pacer = nullptr;
   {
     std::lock_guard lock(policy.mutex());
     mode = policy.dispatch();
-    if (policy.needs_every_sample()) {
+    pacer = mode == Dispatch::allocated ? scheduler_.engine_->pacer.get() : nullptr;
+    if (pacer != nullptr) {
+      // Late binding: no allocation; the pacer hands the tasks out by the learned means.
+      mode = Dispatch::pull;
+      auto& means = scheduler_.engine_->means;
+      means.resize(workers);
+      for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
+      pacer->set_means(means);
+    }
+    if (policy.needs_every_sample() || pacer != nullptr) {
       timing = Timing::samples;
     } else if (options.time_chunks()) {
       timing = Timing::chunk_means;
@@ -217,7 +227,12 @@ void BatchOperation::submit_now() {
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }
-  job->submit(core);  // throws with nothing queued: the batch then never completes
+  // Throws with nothing queued: the batch then never completes.
+  if (pacer != nullptr) {
+    pacer->submit(job);
+  } else {
+    job->submit(core);
+  }
   // Published only now: a cancel() during submission found Stage::admitted and left its
   // request in requested_; the batch may even have completed already.
   std::optional<BatchStatus> requested;

@@ -5,6 +5,7 @@
 
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
+#include "runtime/lane_set.hpp"
 #include "runtime/scheduler_engine.hpp"
 
 namespace ata::runtime {
@@ -51,6 +52,14 @@ BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOpti
     throw InvalidArgument("policy '" + std::string(policy_.name()) + "' has " +
                           std::to_string(policy_.workers()) + " workers but there are " +
                           std::to_string(lanes_.size()) + " lanes");
+  }
+  if (options_.binding() == Binding::late && policy_.dispatch() == Dispatch::allocated) {
+    if (options_.backups() != Backups::off || options_.retries() > 0) {
+      throw InvalidArgument(
+          "binding late: backups and retries apply to allocated batches; turn them off or "
+          "bind on arrival");
+    }
+    engine_->pacer = std::make_shared<detail::Pacer>(detail::core_of(lanes_), engine_->deadlines);
   }
   if (options_.time_chunks() && policy_.needs_every_sample()) {
     throw InvalidArgument("time_chunks: policy '" + std::string(policy_.name()) +

@@ -1,12 +1,14 @@
 #pragma once
 // What a BatchScheduler keeps besides its pool and policy: the in-flight bound, the deadline
-// timer and the backlog buffer of load-aware allocation.
+// timer, the backlog buffer of load-aware allocation and the pacer of late binding.
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "runtime/admission.hpp"
 #include "runtime/deadline_timer.hpp"
+#include "runtime/pacer.hpp"
 
 namespace ata::runtime::detail {
 
@@ -16,6 +18,8 @@ struct SchedulerEngine {
   Admission admission;
   DeadlineTimer deadlines;
   std::vector<double> backlog;  // guarded by the policy's mutex
+  std::vector<double> means;    // guarded by the policy's mutex: scratch for the pacer
+  std::shared_ptr<Pacer> pacer;  // Binding::late with an allocated policy
 };
 
 }  // namespace ata::runtime::detail

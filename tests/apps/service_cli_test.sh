@@ -11,6 +11,8 @@ program="$serve"
 expect_error "--port" --port 70000
 expect_error "--load-aware" --load-aware maybe
 expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
+expect_error "--binding: early not in {arrival,late}" --binding early
+expect_error "binding late: backups and retries apply to allocated batches" --binding late --backups on
 expect_error "--cpus: CPU 999 is not one this process may use" --cpus 999
 expect_error "--cpus: 2 CPUs for 16 workers; give one CPU per worker" --cpus 0,0
 expect_error "unknown strategy 'fast'" --strategy fast
@@ -26,11 +28,11 @@ expect_error "--port is required" --rate 5
 expect_error "--samples-max must be >= --samples (8), got 4" --port 8080 --samples 8 --samples-max 4
 expect_error "--rate" --port 8080 --rate 0
 expect_error "--sweep" --sweep --port 8080
-expect_error "'pull:maybe': expected NAME, NAME:on or NAME:off" --sweep --strategies pull:maybe
+expect_error "'pull:maybe': expected NAME, NAME:on or NAME:off (load awareness), or NAME:late" --sweep --strategies pull:maybe
 expect_error "unknown strategy 'fast'" --sweep --strategies fast
 expect_error "--loads entries must be in (0, 100], got -1" --sweep --loads 0.5,-1
 
-"$serve" --port 0 --scenario linear --workers 4 --unit-us 20 >"$work/serve.out" 2>"$work/serve.err" &
+"$serve" --port 0 --scenario linear --workers 4 --unit-us 20 --binding late >"$work/serve.out" 2>"$work/serve.err" &
 pid=$!
 port=""
 for _ in $(seq 100); do

@@ -94,13 +94,15 @@ inline std::string error_of(const std::exception_ptr& error) {
 TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "every mode gives one result per task index",
                         "[lanes]" ATA_LANES_TAG, LaneKinds) {
   const std::string name = GENERATE("uta", "ata-e", "ata-auto", "gta", "pull");
-  CAPTURE(TestType::name, name);
+  // Late binding hands an allocated strategy's tasks out one by one instead.
+  const auto binding = GENERATE(rt::Binding::on_arrival, rt::Binding::late);
+  CAPTURE(TestType::name, name, binding == rt::Binding::late);
   constexpr std::size_t kLanes = 3;
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(kLanes));
   REQUIRE(lanes->size() == kLanes);
   auto policy = ata::make_policy(name, kLanes);
-  rt::BatchScheduler scheduler(*lanes, *policy);
+  rt::BatchScheduler scheduler(*lanes, *policy, rt::SchedulerOptions{}.set_binding(binding));
   for (std::size_t batch : {1, 2, 7, 64}) {
     for (int round = 0; round < 3; ++round) {
       Calls calls(kLanes);
@@ -349,6 +351,86 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   // Both delays occur, so the check above can tell them apart.
   CHECK(slow > 0);
   CHECK(slow < expected.size());
+}
+
+TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
+                        "late binding keeps a slow lane off the tasks a fast one ends sooner",
+                        "[lanes][late]" ATA_LANES_TAG, LaneKinds) {
+  CAPTURE(TestType::name);
+  TestType kind;
+  auto lanes = kind.make(rt::PoolOptions(2));
+  auto policy = ata::make_policy("ata-auto", 2);
+  rt::BatchScheduler scheduler(*lanes, *policy,
+                               rt::SchedulerOptions{}.set_binding(rt::Binding::late));
+  // Lane 1 is 30x slower. Unmeasured, both lanes take a task at once, and get measured.
+  const auto task = [](const rt::TaskContext& ctx) {
+    std::this_thread::sleep_for(ctx.worker() == 0 ? 1ms : 30ms);
+  };
+  const auto first = scheduler.run(2, task);
+  CHECK(first.report.allocation == ata::Allocation({1, 1}));
+  CHECK(first.report.dispatch == ata::Dispatch::pull);
+  REQUIRE(policy->stats(0).count() == 1);
+  REQUIRE(policy->stats(1).count() == 1);
+  // Measured: lane 0 ends 4 tasks long before lane 1 could end one (pull would give lane 1 a
+  // task of each batch, and the batch would wait for it).
+  for (int round = 0; round < 4; ++round) {
+    const auto result = scheduler.run(4, task);
+    CAPTURE(round, policy->stats(0).mean(), policy->stats(1).mean());
+    CHECK(result.report.allocation == ata::Allocation({4, 0}));
+  }
+  // (That a long batch gets lane 1 to work too is tested on WorkerPool: on oneTBB arenas a
+  // lane woken after a pause may wait for TBB to give it a thread.)
+}
+
+TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
+                        "late binding ends every batch on deadline or failure or shutdown",
+                        "[lanes][late][errors]" ATA_LANES_TAG, LaneKinds) {
+  CAPTURE(TestType::name);
+  TestType kind;
+  auto lanes = kind.make(rt::PoolOptions(2));
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(*lanes, policy,
+                               rt::SchedulerOptions{}.set_binding(rt::Binding::late));
+  Gate never;
+  // A deadline stops the running tasks; the queued ones are dropped.
+  rt::BatchOptions soon;
+  soon.deadline = 50ms;
+  CHECK_THROWS_AS(scheduler.run(6, [&](const rt::TaskContext& ctx) { never.wait(ctx); }, soon),
+                  rt::DeadlineError);
+  // A task's exception fails its batch; the next batch runs.
+  CHECK_THROWS_MATCHES(scheduler.run(5,
+                                     [](const rt::TaskContext& ctx) {
+                                       if (ctx.task() == 3) throw std::runtime_error("task 3");
+                                     }),
+                       std::runtime_error, MessageMatches(ContainsSubstring("task 3")));
+  CHECK(scheduler.run(7, [](const rt::TaskContext& ctx) { return ctx.task(); }).values.size() ==
+        7);
+  // Batch 1 holds the lanes; batches 2 and 3 wait in the scheduler's queue. (On oneTBB
+  // arenas a woken lane may wait for a thread while the other lane's task blocks: then batch
+  // 1's second task waits in the queue too, and the outcome is the same.)
+  std::atomic<int> started = 0;
+  auto running = std::async(std::launch::async, [&] {
+    return scheduler.run(2, [&](const rt::TaskContext& ctx) {
+      started.fetch_add(1);
+      never.wait(ctx);
+    });
+  });
+  REQUIRE(eventually([&] { return started.load() >= 1; }));
+  std::vector<std::future<rt::BatchResult<void>>> pending;
+  for (int b = 0; b < 2; ++b) {
+    pending.push_back(std::async(std::launch::async,
+                                 [&] { return scheduler.run(4, [](const rt::TaskContext&) {}); }));
+  }
+  REQUIRE(eventually([&] { return scheduler.in_flight() == 3; }));
+  lanes->shutdown();
+  for (auto& batch : pending) {
+    REQUIRE(batch.wait_for(10s) == std::future_status::ready);
+    CHECK_THROWS_AS(batch.get(), rt::ShutdownError);
+  }
+  REQUIRE(running.wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_AS(running.get(), rt::ShutdownError);
+  CHECK_THROWS_MATCHES(scheduler.run(1, [](const rt::TaskContext&) {}), rt::ShutdownError,
+                       MessageMatches(ContainsSubstring("is shut down")));
 }
 
 }  // namespace ata::testing::lanes

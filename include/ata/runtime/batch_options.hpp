@@ -24,6 +24,16 @@ enum class Backups : std::uint8_t {
 /// `name` otherwise.
 [[nodiscard]] Backups parse_backups(std::string_view name);
 
+/// When an allocated strategy's batch gets its workers:
+enum class Binding : std::uint8_t {
+  on_arrival,  ///< the policy allocates the whole batch when it is submitted (the paper's)
+  late,        ///< each task when a worker becomes free (see SchedulerOptions::set_binding)
+};
+
+/// The binding named "arrival" or "late" (ata-serve's --binding); ata::InvalidArgument naming
+/// `name` otherwise.
+[[nodiscard]] Binding parse_binding(std::string_view name);
+
 /// How a BatchScheduler treats concurrent batches, with fluent setters.
 ///
 /// @code
@@ -56,6 +66,25 @@ class SchedulerOptions {
   /// at a time every q_i is 0 and the allocation is the plain one.
   SchedulerOptions& set_load_aware(bool on) noexcept {
     load_aware_ = on;
+    return *this;
+  }
+
+  /// When an allocated strategy's batches get their workers (Binding::on_arrival by
+  /// default). With Binding::late, for services where batches overlap, a batch is not
+  /// allocated: its tasks wait in one queue the scheduler's batches share, oldest batch
+  /// first, and a worker that becomes free takes the first waiting task that the workers
+  /// already busy would not reach, by the policy's learned means (Policy::stats()), before it
+  /// could finish it; otherwise it waits. A fast worker takes the oldest batch's next task, a
+  /// slow one a task far enough back that its slowness costs nothing, and no queue builds up
+  /// behind a worker that turned out slow. A worker not yet measured takes a task at once.
+  /// Every worker is used when the queue is long, as a pull pool does, and a batch's last
+  /// tasks do not land on slow workers, as they do with pull. docs/service.md measures it.
+  /// The policy learns from every task's time (report.dispatch is Dispatch::allocated and
+  /// report.allocation counts the tasks each worker ran); its allocate() is not called.
+  /// Costs a lock per task. Ignored by pull and greedy policies; a BatchScheduler refuses it
+  /// with backups or retries (ata::InvalidArgument).
+  SchedulerOptions& set_binding(Binding binding) noexcept {
+    binding_ = binding;
     return *this;
   }
 
@@ -112,6 +141,7 @@ class SchedulerOptions {
   [[nodiscard]] std::size_t max_in_flight() const noexcept { return max_in_flight_; }
   [[nodiscard]] bool load_aware() const noexcept { return load_aware_; }
   [[nodiscard]] bool time_chunks() const noexcept { return time_chunks_; }
+  [[nodiscard]] Binding binding() const noexcept { return binding_; }
   [[nodiscard]] Backups backups() const noexcept { return backups_; }
   [[nodiscard]] double backup_threshold() const noexcept { return backup_threshold_; }
   [[nodiscard]] std::size_t backup_copies() const noexcept { return backup_copies_; }
@@ -134,6 +164,7 @@ class SchedulerOptions {
   std::size_t max_in_flight_ = kDefaultMaxInFlight;
   bool load_aware_ = true;
   bool time_chunks_ = false;
+  Binding binding_ = Binding::on_arrival;
   Backups backups_ = Backups::off;
   double backup_threshold_ = 4.0;
   std::size_t backup_copies_ = 2;

@@ -1,0 +1,268 @@
+#include "runtime/pacer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "ata/runtime/shutdown_error.hpp"
+
+namespace ata::runtime::detail {
+
+namespace {
+
+double seconds_now() noexcept {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Pacer::Pacer(LaneSet& lanes, DeadlineTimer& timer)
+    : lanes_(lanes),
+      timer_(timer),
+      lanes_state_(lanes.size()),
+      means_(lanes.size(), 0.0),
+      by_speed_(lanes.size()) {
+  for (std::size_t i = 0; i < by_speed_.size(); ++i) {
+    by_speed_[i] = i;
+    lanes_state_[i].to_wake.reserve(lanes.size());
+  }
+}
+
+void Pacer::set_means(std::span<const double> means) {
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < means_.size() && i < means.size(); ++i) {
+    means_[i] = std::isfinite(means[i]) && means[i] > 0.0 ? means[i] : 0.0;
+  }
+  // Stable: equal lanes keep their index order. Unmeasured lanes (0) come first.
+  std::stable_sort(by_speed_.begin(), by_speed_.end(),
+                   [&](std::size_t a, std::size_t b) { return means_[a] < means_[b]; });
+}
+
+void Pacer::submit(const std::shared_ptr<Batch>& batch) {
+  std::vector<std::size_t> woken;
+  woken.reserve(lanes_state_.size());
+  std::optional<double> recheck;
+  {
+    std::lock_guard lock(mutex_);
+    batches_.push_back(batch);
+    const double now = seconds_now();
+    wake_parked(now, woken);
+    recheck = recheck_at(now);
+  }
+  arm(recheck);
+  try {
+    lanes_.submit(shared_from_this(), woken);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    std::erase(batches_, batch);
+    for (const std::size_t i : woken) {
+      lanes_state_[i].active = lanes_state_[i].busy = lanes_state_[i].pending = false;
+    }
+    throw;
+  }
+}
+
+void Pacer::run(Lane& lane) noexcept {
+  const std::size_t i = lane.index();
+  LaneState& me = lanes_state_[i];
+  for (;;) {
+    std::shared_ptr<Batch> batch;
+    std::size_t task = 0;
+    std::optional<double> recheck;
+    {
+      std::lock_guard lock(mutex_);
+      const double now = seconds_now();
+      me.busy = me.pending = false;
+      me.to_wake.clear();
+      if (!lanes_.is_shut_down()) batch = pick(i, now, task);
+      me.current = batch;
+      if (batch) {
+        me.busy = true;
+        me.started = now;
+      } else {
+        me.active = false;
+      }
+      // A lane taking a task changes nothing for the parked ones, unless it was the last
+      // lane busy: waking is for a lane that parks. Cheap when nobody qualifies: the rule
+      // stops at the fastest parked lane.
+      wake_parked(now, me.to_wake);
+      recheck = recheck_at(now);
+    }
+    arm(recheck);
+    queue_on(me.to_wake);
+    if (!batch) return;
+    batch->run_entered_task(lane, task);
+  }
+}
+
+void Pacer::abandon(std::size_t lane, const std::exception_ptr& reason) noexcept {
+  bool others_active = false;
+  {
+    std::lock_guard lock(mutex_);
+    lanes_state_[lane].active = lanes_state_[lane].busy = lanes_state_[lane].pending = false;
+    for (const LaneState& state : lanes_state_) others_active = others_active || state.active;
+  }
+  // Another lane comes back to the queue; with none, the batches would wait forever.
+  if (!others_active || lanes_.is_shut_down()) fail_all(reason);
+}
+
+void Pacer::interrupt(const std::exception_ptr& reason) noexcept { fail_all(reason); }
+
+std::size_t Pacer::prune() noexcept {
+  std::size_t waiting = 0;
+  std::erase_if(batches_, [&](const std::shared_ptr<Batch>& batch) {
+    const std::size_t left = batch->unstarted();
+    if (left == 0 || batch->closed()) return true;
+    waiting += left;
+    return false;
+  });
+  return waiting;
+}
+
+std::size_t Pacer::reached_by_others(std::size_t lane, double now,
+                                     std::size_t waiting) const noexcept {
+  // Not measured: a lane counts on nobody's speed, only on the lanes woken to take a task,
+  // and takes the next task to get measured.
+  const double mine = means_[lane];
+  std::size_t reached = 0;
+  for (std::size_t j = 0; j < lanes_state_.size() && reached < waiting; ++j) {
+    const double theirs = means_[j];
+    if (j == lane || !lanes_state_[j].busy) continue;
+    std::size_t ends = 0;
+    if (mine > 0.0 && theirs > 0.0) {
+      // A task that has run e is expected to run max(m - e, e) more: a task far past its
+      // mean is taken for a long one (or a stuck one), not for one about to end.
+      const double ran = now - lanes_state_[j].started;
+      const double left = mine - std::max(theirs - ran, ran);
+      if (left >= theirs) ends = static_cast<std::size_t>(left / theirs);
+    }
+    // A lane woken to take a task takes one, however slow it is to start.
+    if (lanes_state_[j].pending) ends = std::max<std::size_t>(ends, 1);
+    reached += ends;
+  }
+  return std::min(reached, waiting);
+}
+
+std::shared_ptr<Batch> Pacer::pick(std::size_t lane, double now, std::size_t& task) noexcept {
+  for (;;) {
+    const std::size_t waiting = prune();
+    std::size_t skip = reached_by_others(lane, now, waiting);
+    if (skip >= waiting) return nullptr;
+    for (const auto& batch : batches_) {
+      const std::size_t left = batch->unstarted();
+      if (skip >= left) {
+        skip -= left;
+        continue;
+      }
+      if (batch->enter_for_task(task)) return batch;
+      break;  // closed since prune(): count again
+    }
+  }
+}
+
+void Pacer::wake_parked(double now, std::vector<std::size_t>& out) noexcept {
+  std::size_t waiting = prune();
+  for (const std::size_t j : by_speed_) {
+    if (waiting == 0) return;
+    LaneState& state = lanes_state_[j];
+    if (state.active) continue;
+    if (reached_by_others(j, now, waiting) >= waiting) return;
+    // Counted as busy from now on, so that the next parked lane is judged with it working.
+    state.active = state.busy = state.pending = true;
+    state.started = now;
+    --waiting;
+    out.push_back(j);
+  }
+}
+
+std::optional<double> Pacer::recheck_at(double now) noexcept {
+  if (recheck_armed_) return std::nullopt;
+  double soonest = 0.0;  // the fastest parked lane's mean
+  bool parked = false;
+  for (std::size_t j = 0; j < lanes_state_.size(); ++j) {
+    if (lanes_state_[j].active) continue;
+    soonest = parked ? std::min(soonest, means_[j]) : means_[j];
+    parked = true;
+  }
+  if (!parked || prune() == 0) return std::nullopt;
+  recheck_armed_ = true;
+  return now + std::max(soonest, kMinRecheck);
+}
+
+void Pacer::arm(std::optional<double> at) noexcept {
+  if (!at) return;
+  const auto when =
+      DeadlineTimer::Clock::time_point(std::chrono::duration_cast<DeadlineTimer::Clock::duration>(
+          std::chrono::duration<double>(*at)));
+  try {
+    timer_.schedule(when, [weak = weak_from_this()] {
+      if (const auto self = weak.lock()) self->recheck();
+    });
+  } catch (...) {
+    // No timer thread or no memory: the next task's end or submission checks instead.
+    std::lock_guard lock(mutex_);
+    recheck_armed_ = false;
+  }
+}
+
+void Pacer::recheck() noexcept {
+  std::vector<std::size_t> woken;
+  std::optional<double> again;
+  try {
+    woken.reserve(lanes_state_.size());
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    recheck_armed_ = false;
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    recheck_armed_ = false;
+    const double now = seconds_now();
+    wake_parked(now, woken);
+    again = recheck_at(now);
+  }
+  arm(again);
+  queue_on(woken);
+}
+
+void Pacer::queue_on(std::span<const std::size_t> lanes) noexcept {
+  if (lanes.empty()) return;
+  try {
+    lanes_.submit(shared_from_this(), lanes);
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex_);
+      for (const std::size_t i : lanes) {
+        lanes_state_[i].active = lanes_state_[i].busy = lanes_state_[i].pending = false;
+      }
+    }
+    fail_all(std::current_exception());
+  }
+}
+
+void Pacer::fail_all(const std::exception_ptr& reason) noexcept {
+  // One batch at a time, allocating nothing, and outside the lock: failing a batch nobody is
+  // inside completes it on this thread, which may submit the next one.
+  for (;;) {
+    std::shared_ptr<Batch> batch;
+    {
+      std::lock_guard lock(mutex_);
+      if (batches_.empty()) break;
+      batch = std::move(batches_.front());
+      batches_.pop_front();
+    }
+    batch->interrupt(reason);
+  }
+  for (std::size_t i = 0; i < lanes_state_.size(); ++i) {
+    std::shared_ptr<Batch> batch;
+    {
+      std::lock_guard lock(mutex_);
+      batch = lanes_state_[i].current;
+    }
+    if (batch) batch->interrupt(reason);
+  }
+}
+
+}  // namespace ata::runtime::detail

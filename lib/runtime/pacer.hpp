@@ -1,0 +1,111 @@
+#pragma once
+// Late binding (SchedulerOptions::set_binding(Binding::late)): one queue of tasks that a
+// scheduler's batches share, oldest batch first, handed out one task at a time to the lane
+// that should run it.
+//
+// The rule: a free lane i takes the first waiting task that the lanes busy now would not
+// reach before i could finish it. Lane j, busy with a task it started at s_j, is expected
+// free at now + max(m_j - e_j, e_j), e_j = now - s_j (a task that has run long is taken for a
+// long one, or a stuck one, not for one about to end), and then ends a task every m_j, so by now +
+// m_i it ends floor((now + m_i - free_j) / m_j) of the waiting tasks; with r such tasks in all,
+// lane i takes the waiting task at position r, or waits if there are no more than r. A fast lane
+// thus takes the oldest batch's next task, a slow one a task far enough back that its slowness
+// delays nobody. A lane with no learned mean takes the oldest task at once (it gets measured), and
+// a busy one is not counted on to reach any. The means are the policy's (Policy::stats()),
+// refreshed at each submission.
+//
+// The pacer is a chunk queued on a lane when that lane should work: its run() takes tasks
+// until the rule says wait, then the lane parks. Liveness: the pacer is queued on or running
+// on at least one lane whenever a task waits. A lane parks only if the busy lanes will reach
+// every waiting task, and each busy lane comes back to the pacer when its task ends; a lane
+// that parks, and each submission, wakes the parked lanes the rule now gives a task, fastest
+// first, and with no lane busy the rule gives the first of them one. While tasks wait and a
+// lane is parked, a timer re-checks every (fastest parked lane's mean, at least 100 us), so
+// that a task does not wait forever behind a lane stuck in a task.
+
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "runtime/batch.hpp"
+#include "runtime/deadline_timer.hpp"
+#include "runtime/lane_set.hpp"
+
+namespace ata::runtime::detail {
+
+class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
+ public:
+  // `timer` re-checks parked lanes while tasks wait; both must outlive the batches.
+  Pacer(LaneSet& lanes, DeadlineTimer& timer);
+
+  // Each lane's learned mean in seconds (0: not measured yet); thread-safe.
+  void set_means(std::span<const double> means);
+  // Queues `batch` (a pull batch, never submitted to the lanes) behind the others and wakes
+  // the lanes that should start on it. Throws ShutdownError, keeping nothing, once the
+  // lanes are shut down, or std::bad_alloc.
+  void submit(const std::shared_ptr<Batch>& batch);
+
+  QueueEntry& entry(std::size_t lane) noexcept override { return lanes_state_[lane].entry; }
+  void run(Lane& lane) noexcept override;
+  void abandon(std::size_t lane, const std::exception_ptr& reason) noexcept override;
+  void interrupt(const std::exception_ptr& reason) noexcept override;
+
+ private:
+  struct alignas(64) LaneState {
+    QueueEntry entry;
+    bool active = false;               // the pacer is queued or running on the lane
+    bool busy = false;                 // running a task since `started`, or woken to start one then
+    bool pending = false;              // woken, its run not started: the rule counts a task for it
+    double started = 0.0;              // seconds, steady clock
+    std::shared_ptr<Batch> current;    // the batch of the task it runs, for interrupt()
+    std::vector<std::size_t> to_wake;  // scratch of the lane's run(), capacity n
+  };
+
+  // All under mutex_.
+  // The waiting task lane `lane` should take now: its batch, entered, and `task`; null if it
+  // should wait.
+  std::shared_ptr<Batch> pick(std::size_t lane, double now, std::size_t& task) noexcept;
+  // The waiting tasks the busy lanes other than `lane` end before `lane` could end one, at
+  // most `waiting`.
+  [[nodiscard]] std::size_t reached_by_others(std::size_t lane, double now,
+                                              std::size_t waiting) const noexcept;
+  // Drops the batches that are closed or have no task left, and counts the waiting tasks.
+  std::size_t prune() noexcept;
+  // Marks active, in `out`, the parked lanes that the rule gives a task now, fastest first.
+  void wake_parked(double now, std::vector<std::size_t>& out) noexcept;
+
+  // Under mutex_: when to look at the parked lanes again, if tasks wait while a lane is
+  // parked and no check is armed (it then counts as armed). Task ends and submissions
+  // re-check anyway; the timer covers a lane stuck in a task for longer than expected.
+  [[nodiscard]] std::optional<double> recheck_at(double now) noexcept;
+  // Arms the timer for `at` (nothing locked).
+  void arm(std::optional<double> at) noexcept;
+  // On the timer's thread: wakes the parked lanes the rule now gives a task.
+  void recheck() noexcept;
+
+  // Queues the pacer on `lanes` (nothing locked); if the lanes are shut down, fails every
+  // batch instead.
+  void queue_on(std::span<const std::size_t> lanes) noexcept;
+  // Fails every queued batch, and those whose tasks the lanes run, with `reason` (nothing
+  // locked).
+  void fail_all(const std::exception_ptr& reason) noexcept;
+
+  // Re-checks no more often than this: tasks of microseconds would keep the timer busy.
+  static constexpr double kMinRecheck = 100e-6;
+
+  LaneSet& lanes_;
+  DeadlineTimer& timer_;
+  std::mutex mutex_;
+  bool recheck_armed_ = false;                  // guarded by mutex_
+  std::deque<std::shared_ptr<Batch>> batches_;  // oldest first
+  std::vector<LaneState> lanes_state_;
+  std::vector<double> means_;
+  std::vector<std::size_t> by_speed_;  // lane indices, unmeasured then fastest first
+};
+
+}  // namespace ata::runtime::detail

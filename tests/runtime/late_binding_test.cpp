@@ -1,0 +1,95 @@
+// Late binding (SchedulerOptions::set_binding(Binding::late)) on WorkerPool: the rule, many
+// submitters at once, the options it refuses. tests/lanes/lane_scenarios.hpp runs it on every
+// kind of lanes too.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_exception.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <chrono>
+#include <cstddef>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+
+namespace {
+
+namespace rt = ata::runtime;
+using namespace std::chrono_literals;
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::MessageMatches;
+
+rt::SchedulerOptions late() { return rt::SchedulerOptions{}.set_binding(rt::Binding::late); }
+
+TEST_CASE("late binding puts a slow worker to work only where it saves time", "[runtime][late]") {
+  rt::WorkerPool pool(rt::PoolOptions(2));
+  auto policy = ata::make_policy("ata-auto", 2);
+  rt::BatchScheduler scheduler(pool, *policy, late());
+  const auto task = [](const rt::TaskContext& ctx) {
+    std::this_thread::sleep_for(ctx.worker() == 0 ? 1ms : 20ms);
+  };
+  (void)scheduler.run(2, task);  // unmeasured, each worker takes a task at once
+  REQUIRE(policy->stats(1).count() == 1);
+  // Worker 0 alone would take about 100 ms: worker 1 ends several tasks meanwhile, each one
+  // that worker 0 would otherwise have reached last.
+  const auto result = scheduler.run(100, task);
+  CAPTURE(policy->stats(0).mean(), policy->stats(1).mean());
+  CHECK(result.report.allocation[1] > 0);
+  CHECK(result.report.allocation[0] > 5 * result.report.allocation[1]);
+  // The policy learned every task's time.
+  CHECK(policy->stats(0).count() + policy->stats(1).count() == 102);
+}
+
+TEST_CASE("late binding: many submitters, each batch one result per task index",
+          "[runtime][late][stress]") {
+  constexpr std::size_t kWorkers = 4;
+  rt::WorkerPool pool{rt::PoolOptions(kWorkers)};
+  auto policy = ata::make_policy("ata-auto", kWorkers);
+  rt::BatchScheduler scheduler(pool, *policy, late().set_max_in_flight(6));
+  constexpr std::size_t kSubmitters = 8;
+  std::vector<std::future<std::string>> submitters;
+  for (std::size_t s = 0; s < kSubmitters; ++s) {
+    submitters.push_back(std::async(std::launch::async, [&, s] {
+      for (std::size_t b = 0; b < 150; ++b) {
+        const std::size_t batch = 1 + (b * 13 + s * 7) % 33;
+        const auto result = scheduler.run(batch, [&](const rt::TaskContext& ctx) {
+          // Worker 3 is slower: the rule has means to tell apart.
+          if (ctx.worker() == 3) std::this_thread::sleep_for(20us);
+          return ctx.task() * 3 + s;
+        });
+        if (result.values.size() != batch) return std::string("not B values");
+        std::size_t total = 0;
+        for (std::size_t k = 0; k < batch; ++k) {
+          if (result.values[k] != k * 3 + s) return "wrong value at task " + std::to_string(k);
+        }
+        for (std::size_t i = 0; i < kWorkers; ++i) total += result.report.allocation[i];
+        if (total != batch) return std::string("allocation does not sum to B");
+      }
+      return std::string();
+    }));
+  }
+  for (auto& submitter : submitters) CHECK(submitter.get() == "");
+  CHECK(scheduler.rounds() == kSubmitters * 150);
+  CHECK(scheduler.in_flight() == 0);
+}
+
+TEST_CASE("late binding refuses backups and retries; bad binding names", "[runtime][late]") {
+  rt::WorkerPool pool(rt::PoolOptions(2));
+  ata::UniformPolicy uniform(2);
+  CHECK_THROWS_MATCHES(rt::BatchScheduler(pool, uniform, late().set_backups(rt::Backups::on)),
+                       ata::InvalidArgument, MessageMatches(ContainsSubstring("binding late")));
+  CHECK_THROWS_MATCHES(rt::BatchScheduler(pool, uniform, late().set_retries(1)),
+                       ata::InvalidArgument, MessageMatches(ContainsSubstring("binding late")));
+  // A pull policy has nothing to bind late: the option changes nothing.
+  auto pull = ata::make_policy("pull", 2);
+  rt::BatchScheduler pulled(pool, *pull, late().set_backups(rt::Backups::on));
+  CHECK(pulled.run(5, [](const rt::TaskContext& ctx) { return ctx.task(); }).values.size() == 5);
+  CHECK(rt::parse_binding("late") == rt::Binding::late);
+  CHECK(rt::parse_binding("arrival") == rt::Binding::on_arrival);
+  CHECK_THROWS_MATCHES(
+      rt::parse_binding("early"), ata::InvalidArgument,
+      MessageMatches(ContainsSubstring("binding must be arrival or late, got 'early'")));
+}
+
+}  // namespace
