@@ -83,9 +83,8 @@ void Pacer::run(Lane& lane) noexcept {
       } else {
         me.active = false;
       }
-      // A lane taking a task changes nothing for the parked ones, unless it was the last
-      // lane busy: waking is for a lane that parks. Cheap when nobody qualifies: the rule
-      // stops at the fastest parked lane.
+      // Every decision looks at the parked lanes again: cheap when none qualifies, as the
+      // rule stops at the fastest one.
       wake_parked(now, me.to_wake);
       recheck = recheck_at(now);
     }

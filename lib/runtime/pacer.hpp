@@ -20,7 +20,7 @@
 // every waiting task, and each busy lane comes back to the pacer when its task ends; a lane
 // that parks, and each submission, wakes the parked lanes the rule now gives a task, fastest
 // first, and with no lane busy the rule gives the first of them one. While tasks wait and a
-// lane is parked, a timer re-checks every (fastest parked lane's mean, at least 100 us), so
+// lane is parked, a timer re-checks every (fastest parked lane's mean, at least 1 ms), so
 // that a task does not wait forever behind a lane stuck in a task.
 
 #include <cstddef>
@@ -96,7 +96,7 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   void fail_all(const std::exception_ptr& reason) noexcept;
 
   // Re-checks no more often than this: tasks of microseconds would keep the timer busy.
-  static constexpr double kMinRecheck = 100e-6;
+  static constexpr double kMinRecheck = 1e-3;
 
   LaneSet& lanes_;
   DeadlineTimer& timer_;

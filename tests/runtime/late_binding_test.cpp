@@ -6,7 +6,9 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
 #include <cstddef>
+#include <atomic>
 #include <future>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +41,32 @@ TEST_CASE("late binding puts a slow worker to work only where it saves time", "[
   CHECK(result.report.allocation[0] > 5 * result.report.allocation[1]);
   // The policy learned every task's time.
   CHECK(policy->stats(0).count() + policy->stats(1).count() == 102);
+}
+
+TEST_CASE("late binding: a task does not wait forever behind a worker stuck in a long one",
+          "[runtime][late]") {
+  rt::WorkerPool pool{rt::PoolOptions(2)};
+  auto policy = ata::make_policy("ata-auto", 2);
+  rt::BatchScheduler scheduler(pool, *policy, late());
+  for (int round = 0; round < 5; ++round) (void)scheduler.run(8, [](const rt::TaskContext&) {});
+  REQUIRE(policy->stats(0).count() > 0);
+  REQUIRE(policy->stats(1).count() > 0);
+  // By the learned means (microseconds), the worker that starts first would end both tasks at
+  // once; but its task waits until the other one has run. The parked worker must be woken
+  // (by the pacer's timer: no task ends meanwhile) to take it.
+  std::binary_semaphore other_ran(0);
+  std::atomic<int> first{-1};
+  const auto result = scheduler.run(2, [&](const rt::TaskContext& ctx) {
+    int none = -1;
+    if (first.compare_exchange_strong(none, static_cast<int>(ctx.task()))) {
+      return other_ran.try_acquire_for(10s);
+    }
+    other_ran.release();
+    return true;
+  });
+  CHECK(result.values[0]);
+  CHECK(result.values[1]);
+  CHECK(result.report.allocation == ata::Allocation({1, 1}));
 }
 
 TEST_CASE("late binding: many submitters, each batch one result per task index",
