@@ -1,5 +1,6 @@
 #include "runtime/batch.hpp"
 
+#include <algorithm>
 #include <new>
 #include <string>
 #include <utility>
@@ -280,13 +281,25 @@ void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   const std::size_t tasks = allocation_[i];
   WorkerLog& log = logs_[i];
   const auto start = clock_.now();
-  for (std::size_t task = first; task < first + tasks; ++task) {
-    if (ctx.stop_requested()) return;
-    ctx.task_ = task;
-    worker.run_slowed(body_, ctx, round_);
-    worker.settle_backlog(1);
-    ++log.settled;
-    body_.accept(i, task);
+  if (worker.slowdown().kind() == Slowdown::Kind::none) {
+    // Runs of kSettleEvery tasks in one call each: the backlog still follows the progress.
+    for (std::size_t task = first; task < first + tasks;) {
+      const std::size_t end = std::min(first + tasks, task + kSettleEvery);
+      const std::size_t ran = body_.execute_range(ctx, task, end) - task;
+      worker.settle_backlog(ran);
+      log.settled += ran;
+      if (task + ran < end) return;  // stop requested
+      task = end;
+    }
+  } else {
+    for (std::size_t task = first; task < first + tasks; ++task) {
+      if (ctx.stop_requested()) return;
+      ctx.task_ = task;
+      worker.run_slowed(body_, ctx, round_);
+      worker.settle_backlog(1);
+      ++log.settled;
+      body_.accept(i, task);
+    }
   }
   log.busy = elapsed(start, clock_.now());
   // Every task is recorded with the chunk's mean; the summary has the chunk's count and mean

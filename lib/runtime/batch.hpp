@@ -149,6 +149,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
  private:
   static constexpr std::size_t kDiscarded = std::numeric_limits<std::size_t>::max();
+  // Chunk timing: tasks run per call of TaskBody::execute_range between backlog updates.
+  static constexpr std::size_t kSettleEvery = 16;
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
 
   struct RanTask {

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -201,6 +203,40 @@ TEST_CASE("timing chunks records each task with its chunk's mean", "[runtime]") 
                                         static_cast<double>(tasks)));
     CHECK(stats.variance() == Catch::Approx(0.0).margin(1e-18));
   }
+}
+
+TEST_CASE("timing chunks runs long chunks in order and stops them on failure or deadline",
+          "[runtime]") {
+  rt::WorkerPool pool(2);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true));
+  // Chunks of 50 tasks, run in runs of several tasks per call: every result in its slot.
+  const auto squares =
+      scheduler.run(100, [](const rt::TaskContext& ctx) { return ctx.task() * ctx.task(); });
+  for (std::size_t k = 0; k < 100; ++k) CHECK(squares.values[k] == k * k);
+  std::atomic<int> ran = 0;
+  CHECK_THROWS_WITH(scheduler.run(100,
+                                  [&](const rt::TaskContext& ctx) {
+                                    ran.fetch_add(1);
+                                    if (ctx.task() == 37) throw std::runtime_error("task 37");
+                                  }),
+                    "task 37");
+  // A deadline stops each chunk between tasks: far fewer than B ran.
+  ran = 0;
+  rt::BatchOptions soon;
+  soon.deadline = std::chrono::milliseconds(20);
+  CHECK_THROWS_AS(scheduler.run(
+                      400,
+                      [&](const rt::TaskContext&) {
+                        ran.fetch_add(1);
+                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                      },
+                      soon),
+                  rt::DeadlineError);
+  CHECK(ran.load() < 200);
+  // The workers' backlog came back to zero: a load-aware batch is allocated as if alone.
+  CHECK(scheduler.run(6, [](const rt::TaskContext& ctx) { return ctx.task(); }).report.allocation ==
+        ata::Allocation({3, 3}));
 }
 
 TEST_CASE("timing chunks is refused for a policy that needs every sample", "[runtime][errors]") {

@@ -10,6 +10,9 @@ namespace ata::runtime {
 
 namespace detail {
 class Batch;
+class TaskBody;
+template <class Task, class Result>
+class TypedTaskBody;
 }
 
 /// Handed to every task the scheduler runs.
@@ -42,7 +45,10 @@ class TaskContext {
   [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
 
  private:
-  friend class detail::Batch;  // moves one context from task to task within a chunk
+  // They move one context from task to task within a chunk.
+  friend class detail::Batch;
+  template <class Task, class Result>
+  friend class detail::TypedTaskBody;
   std::size_t task_;
   std::size_t worker_;
   std::stop_token stop_;

@@ -30,6 +30,12 @@ class TaskBody {
   virtual void execute(const TaskContext& ctx) = 0;
   /// Moves worker `worker`'s pending result into result slot `slot` (< B).
   virtual void accept(std::size_t worker, std::size_t slot) = 0;
+  /// Runs tasks first..end-1 in a row on ctx's worker, task j's result going straight into
+  /// slot j, as execute() then accept() would: one call for a run of tasks, so that a chunk
+  /// of tiny tasks costs a loop rather than two indirect calls per task. Stops before a task
+  /// once ctx's stop is requested and returns the index of the first task not run (end when
+  /// all ran). `ctx` ends with the last task's index.
+  virtual std::size_t execute_range(TaskContext& ctx, std::size_t first, std::size_t end) = 0;
 
  protected:
   TaskBody() = default;
@@ -53,6 +59,14 @@ class TypedTaskBody final : public TaskBody {
   }
   void accept(std::size_t worker, std::size_t slot) override {
     slots_[slot] = std::move(pending_[worker].value);
+  }
+  std::size_t execute_range(TaskContext& ctx, std::size_t first, std::size_t end) override {
+    for (std::size_t task = first; task < end; ++task) {
+      if (ctx.stop_requested()) return task;
+      ctx.task_ = task;
+      slots_[task].emplace(std::invoke(task_, std::as_const(ctx)));
+    }
+    return end;
   }
 
   /// The results, slot `slot_order[j]` at position j; slot j at j when slot_order is empty.
@@ -89,6 +103,14 @@ class TypedTaskBody<Task, void> final : public TaskBody {
 
   void execute(const TaskContext& ctx) override { std::invoke(task_, ctx); }
   void accept(std::size_t /*worker*/, std::size_t /*slot*/) override {}
+  std::size_t execute_range(TaskContext& ctx, std::size_t first, std::size_t end) override {
+    for (std::size_t task = first; task < end; ++task) {
+      if (ctx.stop_requested()) return task;
+      ctx.task_ = task;
+      std::invoke(task_, std::as_const(ctx));
+    }
+    return end;
+  }
 
  private:
   Task& task_;
