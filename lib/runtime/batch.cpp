@@ -1,6 +1,7 @@
 #include "runtime/batch.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <utility>
@@ -21,10 +22,12 @@ Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
 }  // namespace
 
 Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
-             Allocation allocation, std::size_t workers, TaskBody& body,
+             Allocation allocation, std::size_t workers, TaskBody& body, bool task_records,
              std::optional<Recovery> recovery)
     : mode_(mode),
       timing_(timing_for(mode, timing, recovery.has_value() && mode == Dispatch::allocated)),
+      keep_records_(mode == Dispatch::allocated &&
+                    (task_records || recovery.has_value() || timing_ == Timing::samples)),
       clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
@@ -33,7 +36,8 @@ Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
       logs_(workers) {
   if (mode_ == Dispatch::allocated) {
     first_task_.resize(workers);
-    records_.resize(batch);  // accepted by default: every task of a complete share is kept
+    // Accepted by default: every task of a complete share is kept.
+    if (keep_records_) records_.resize(batch);
     std::size_t next = 0;
     for (std::size_t i = 0; i < workers; ++i) {
       first_task_[i] = next;
@@ -257,6 +261,36 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   const std::size_t end = first + allocation_[i];
   WorkerLog& log = logs_[i];
   auto since = clock_.now();
+  if (!keep_records_) {
+    // No records to summarise afterwards: shifted sums (exact for the first duration), whose
+    // moments need no division per task.
+    std::chrono::nanoseconds shift{-1};
+    double sum = 0.0;
+    double squares = 0.0;
+    std::size_t count = 0;
+    for (std::size_t task = first; task < end; ++task) {
+      if (ctx.stop_requested()) return;
+      const auto duration = run_task(worker, ctx, task, since);
+      worker.settle_backlog(1);
+      ++log.settled;
+      body_.accept(i, task);
+      log.busy += duration;
+      if (shift.count() < 0) shift = duration;
+      const auto d = static_cast<double>((duration - shift).count());
+      sum += d;
+      squares += d * d;
+      ++count;
+    }
+    if (count > 0) {
+      constexpr double kSeconds = 1e-9;
+      const double n = static_cast<double>(count);
+      const double mean = static_cast<double>(shift.count()) + sum / n;
+      const double m2 = std::max(0.0, squares - sum * sum / n);
+      log.summary = WorkerStats::from_moments(count, mean * kSeconds, m2 * kSeconds * kSeconds);
+    }
+    if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
+    return;
+  }
   for (std::size_t task = first; task < end; ++task) {
     // Only a decided batch requests stop, and its results are not wanted any more.
     if (ctx.stop_requested()) return;
@@ -281,7 +315,7 @@ void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   const std::size_t tasks = allocation_[i];
   WorkerLog& log = logs_[i];
   const auto start = clock_.now();
-  if (worker.slowdown().kind() == Slowdown::Kind::none) {
+  if (std::getenv("ATA_NO_RANGE") == nullptr && worker.slowdown().kind() == Slowdown::Kind::none) {
     // Runs of kSettleEvery tasks in one call each: the backlog still follows the progress.
     for (std::size_t task = first; task < first + tasks;) {
       const std::size_t end = std::min(first + tasks, task + kSettleEvery);
@@ -305,7 +339,7 @@ void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   // Every task is recorded with the chunk's mean; the summary has the chunk's count and mean
   // and no spread (the tasks' own times were not measured).
   const auto mean = log.busy / static_cast<std::chrono::nanoseconds::rep>(tasks);
-  for (std::size_t task = first; task < first + tasks; ++task) {
+  for (std::size_t task = first; keep_records_ && task < first + tasks; ++task) {
     TaskRecord& record = records_[task];
     record.task = task;
     record.worker = i;

@@ -83,8 +83,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // `allocation` is used in Dispatch::allocated mode only (its size is `workers`, its sum
   // `batch`). `body` must stay alive until on_complete() has been called. Timing::chunk_means
   // applies to allocated mode; the other modes then time every task and summarise.
+  // `task_records` false: an allocated batch that needs no per-task records itself (not
+  // tracked, not Timing::samples) keeps none, and its report lists no tasks.
   Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round, Allocation allocation,
-        std::size_t workers, TaskBody& body, std::optional<Recovery> recovery = std::nullopt);
+        std::size_t workers, TaskBody& body, bool task_records = true,
+        std::optional<Recovery> recovery = std::nullopt);
 
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
@@ -230,6 +233,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   const Dispatch mode_;
   const Timing timing_;
+  const bool keep_records_;  // allocated mode: records_ has B entries
   const TaskClock& clock_;
   const std::size_t batch_;
   const std::size_t round_;

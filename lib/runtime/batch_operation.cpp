@@ -24,9 +24,9 @@ namespace ata::runtime::detail {
 class OperationBatch final : public Batch {
  public:
   OperationBatch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
-                 Allocation allocation, std::size_t workers, TaskBody& body,
+                 Allocation allocation, std::size_t workers, TaskBody& body, bool task_records,
                  std::shared_ptr<BatchOperation> owner, std::optional<Recovery> recovery)
-      : Batch(mode, timing, batch, round, std::move(allocation), workers, body,
+      : Batch(mode, timing, batch, round, std::move(allocation), workers, body, task_records,
               std::move(recovery)),
         owner_(std::move(owner)) {}
 
@@ -223,7 +223,8 @@ void BatchOperation::submit_now() {
   std::shared_ptr<Batch> job;
   try {
     job = std::make_shared<OperationBatch>(mode, timing, batch_, round_, std::move(allocation),
-                                           workers, body_, shared_from_this(), std::move(recovery));
+                                           workers, body_, options.task_records(),
+                                           shared_from_this(), std::move(recovery));
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }

@@ -1,5 +1,6 @@
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <algorithm>
 #include <atomic>
@@ -237,6 +238,44 @@ TEST_CASE("timing chunks runs long chunks in order and stops them on failure or 
   // The workers' backlog came back to zero: a load-aware batch is allocated as if alone.
   CHECK(scheduler.run(6, [](const rt::TaskContext& ctx) { return ctx.task(); }).report.allocation ==
         ata::Allocation({3, 3}));
+}
+
+TEST_CASE("without task records the results, report totals and learning stay", "[runtime]") {
+  constexpr std::size_t kWorkers = 2;
+  const bool chunks = GENERATE(false, true);
+  CAPTURE(chunks);
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(
+      pool, policy, rt::SchedulerOptions{}.set_task_records(false).set_time_chunks(chunks));
+  const auto result = scheduler.run(40, [](const rt::TaskContext& ctx) {
+    spin(500 * (ctx.task() % 5));
+    return ctx.task() + 1;
+  });
+  for (std::size_t k = 0; k < 40; ++k) CHECK(result.values[k] == k + 1);
+  const auto& report = result.report;
+  CHECK(report.tasks.empty());
+  CHECK(report.allocation.total() == 40);
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    CAPTURE(i);
+    CHECK(report.busy[i] > std::chrono::nanoseconds{0});
+    // The policy learned each worker's count and the mean of its busy time, from a summary
+    // made as the tasks ran.
+    const ata::WorkerStats& stats = policy.stats(i);
+    CHECK(stats.count() == report.allocation[i]);
+    CHECK(stats.mean() * static_cast<double>(stats.count()) ==
+          Catch::Approx(std::chrono::duration<double>(report.busy[i]).count()).epsilon(1e-9));
+    if (chunks) {
+      CHECK(stats.variance() == Catch::Approx(0.0).margin(1e-18));
+    } else {
+      CHECK(stats.variance() > 0.0);  // tasks of 0 to 2000 spins
+    }
+  }
+  CHECK(report.worker_time() == report.busy[0] + report.busy[1]);
+  // A policy that observes every task needs the records: the option is ignored.
+  ata::AtaAutoPolicy learner(kWorkers);
+  rt::BatchScheduler observed(pool, learner, rt::SchedulerOptions{}.set_task_records(false));
+  CHECK(observed.run(8, [](const rt::TaskContext&) {}).report.tasks.size() == 8);
 }
 
 TEST_CASE("timing chunks is refused for a policy that needs every sample", "[runtime][errors]") {

@@ -100,6 +100,18 @@ class SchedulerOptions {
     return *this;
   }
 
+  /// Whether a batch's report lists every task it ran (RoundReport::tasks; on by default).
+  /// Off, an allocated batch keeps no per-task record: report.tasks is empty, while the
+  /// results, report.allocation, report.busy (so worker_time() and critical_path()) and the
+  /// policy's learning (one summary per worker) are unchanged. The records are B writes of
+  /// memory the caller allocated: at B = 1024 empty tasks about two thirds of the per-task
+  /// cost (docs/runtime.md). Ignored where the scheduler reads the records itself: pull and
+  /// greedy batches, backups or retries, and policies whose needs_every_sample() is true.
+  SchedulerOptions& set_task_records(bool on) noexcept {
+    task_records_ = on;
+    return *this;
+  }
+
   /// Backup tasks in allocated batches (Backups::off by default; docs/stragglers.md measures
   /// why). A worker that has finished its share while the batch still waits takes over tasks
   /// other shares have not started (Backups::on), then, once a running task has run
@@ -142,6 +154,7 @@ class SchedulerOptions {
   [[nodiscard]] bool load_aware() const noexcept { return load_aware_; }
   [[nodiscard]] bool time_chunks() const noexcept { return time_chunks_; }
   [[nodiscard]] Binding binding() const noexcept { return binding_; }
+  [[nodiscard]] bool task_records() const noexcept { return task_records_; }
   [[nodiscard]] Backups backups() const noexcept { return backups_; }
   [[nodiscard]] double backup_threshold() const noexcept { return backup_threshold_; }
   [[nodiscard]] std::size_t backup_copies() const noexcept { return backup_copies_; }
@@ -165,6 +178,7 @@ class SchedulerOptions {
   bool load_aware_ = true;
   bool time_chunks_ = false;
   Binding binding_ = Binding::on_arrival;
+  bool task_records_ = true;
   Backups backups_ = Backups::off;
   double backup_threshold_ = 4.0;
   std::size_t backup_copies_ = 2;
