@@ -262,6 +262,7 @@ nlohmann::json sweep_json(const SweepConfig& c, const SweepResult& result) {
     curves.push_back({{"label", curve.strategy.label},
                       {"strategy", curve.strategy.strategy},
                       {"load_aware", curve.strategy.load_aware},
+                      {"late_binding", curve.strategy.late},
                       {"saturation", curve.saturation},
                       {"saturation_vs_reference", curve.saturation / result.reference},
                       {"points", points}});

@@ -24,6 +24,8 @@ STYLES = {
     "ata-e": ("tab:green", "-"),
     "ata-auto": ("tab:purple", "-"),
     "pull": ("tab:orange", "-."),
+    "ata-auto:late": ("tab:cyan", "-"),
+    "ata-auto:off": ("tab:pink", ":"),
 }
 
 
