@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_exception.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
@@ -30,8 +31,8 @@
 namespace asio = boost::asio;
 namespace rt = ata::runtime;
 using namespace std::chrono_literals;
-using Catch::Matchers::ContainsSubstring;
 using ata::testing::Gate;
+using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
@@ -127,9 +128,13 @@ TEST_CASE("async_run with use_future, deferred and a strand", "[async]") {
 
 TEST_CASE("async_run in coroutines: 8 producer threads and 8 coroutines x 500 batches",
           "[async][stress]") {
+  // Late binding: the pacer's queue, shared by both front ends.
+  const auto binding = GENERATE(rt::Binding::on_arrival, rt::Binding::late);
+  CAPTURE(binding == rt::Binding::late);
   rt::WorkerPool pool(4);
   ata::AtaEmpiricalPolicy policy(4, 1.0);
-  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_max_in_flight(8));
+  rt::BatchScheduler scheduler(pool, policy,
+                               rt::SchedulerOptions{}.set_max_in_flight(8).set_binding(binding));
   constexpr int kBatches = 500;
   std::atomic<int> good{0};
   std::atomic<std::size_t> most_in_flight{0};
@@ -179,9 +184,12 @@ TEST_CASE("async_run in coroutines: 8 producer threads and 8 coroutines x 500 ba
 }
 
 TEST_CASE("cancellation: mid-batch, while queued, and after completion", "[async]") {
+  const auto binding = GENERATE(rt::Binding::on_arrival, rt::Binding::late);
+  CAPTURE(binding == rt::Binding::late);
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_max_in_flight(1));
+  rt::BatchScheduler scheduler(pool, policy,
+                               rt::SchedulerOptions{}.set_max_in_flight(1).set_binding(binding));
   asio::io_context io;
   Gate gate;
   std::atomic<int> started{0};
