@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 #include "ata/runtime/shutdown_error.hpp"
@@ -19,7 +20,7 @@ double seconds_now() noexcept {
 
 Pacer::Pacer(LaneSet& lanes, DeadlineTimer& timer)
     : lanes_(lanes),
-      timer_(timer),
+      timer_(&timer),
       lanes_state_(lanes.size()),
       means_(lanes.size(), 0.0),
       by_speed_(lanes.size()) {
@@ -189,18 +190,26 @@ std::optional<double> Pacer::recheck_at(double now) noexcept {
   return now + std::max(soonest, kMinRecheck);
 }
 
+void Pacer::detach_timer() noexcept {
+  std::lock_guard lock(mutex_);
+  timer_ = nullptr;
+}
+
 void Pacer::arm(std::optional<double> at) noexcept {
   if (!at) return;
   const auto when =
       DeadlineTimer::Clock::time_point(std::chrono::duration_cast<DeadlineTimer::Clock::duration>(
           std::chrono::duration<double>(*at)));
+  // Under the lock, so that detach_timer() cannot let the timer go meanwhile. The timer calls
+  // back outside its own lock, so the order pacer, then timer, is never reversed.
+  std::lock_guard lock(mutex_);
   try {
-    timer_.schedule(when, [weak = weak_from_this()] {
+    if (timer_ == nullptr) throw std::logic_error("detached");
+    timer_->schedule(when, [weak = weak_from_this()] {
       if (const auto self = weak.lock()) self->recheck();
     });
   } catch (...) {
-    // No timer thread or no memory: the next task's end or submission checks instead.
-    std::lock_guard lock(mutex_);
+    // Detached, no timer thread or no memory: the next task's end or submission checks.
     recheck_armed_ = false;
   }
 }

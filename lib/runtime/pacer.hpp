@@ -40,8 +40,12 @@ namespace ata::runtime::detail {
 
 class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
  public:
-  // `timer` re-checks parked lanes while tasks wait; both must outlive the batches.
+  // `timer` re-checks parked lanes while tasks wait, until detach_timer(); `lanes` must
+  // outlive the pacer, which its queue entries keep alive.
   Pacer(LaneSet& lanes, DeadlineTimer& timer);
+  // Before the timer goes (with its scheduler): the pacer may outlive both, in a lane still
+  // running it, and then re-checks only when tasks end or arrive. Thread-safe.
+  void detach_timer() noexcept;
 
   // Each lane's learned mean in seconds (0: not measured yet); thread-safe.
   void set_means(std::span<const double> means);
@@ -83,7 +87,7 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   // parked and no check is armed (it then counts as armed). Task ends and submissions
   // re-check anyway; the timer covers a lane stuck in a task for longer than expected.
   [[nodiscard]] std::optional<double> recheck_at(double now) noexcept;
-  // Arms the timer for `at` (nothing locked).
+  // Arms the timer for `at` (takes mutex_).
   void arm(std::optional<double> at) noexcept;
   // On the timer's thread: wakes the parked lanes the rule now gives a task.
   void recheck() noexcept;
@@ -99,8 +103,8 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   static constexpr double kMinRecheck = 1e-3;
 
   LaneSet& lanes_;
-  DeadlineTimer& timer_;
   std::mutex mutex_;
+  DeadlineTimer* timer_;                        // guarded by mutex_; null once detached
   bool recheck_armed_ = false;                  // guarded by mutex_
   std::deque<std::shared_ptr<Batch>> batches_;  // oldest first
   std::vector<LaneState> lanes_state_;

@@ -14,11 +14,18 @@ namespace ata::runtime::detail {
 
 struct SchedulerEngine {
   explicit SchedulerEngine(std::size_t max_in_flight) : admission(max_in_flight) {}
+  // The pacer may outlive the engine in a lane still running it: it lets go of the timer
+  // before the timer goes.
+  ~SchedulerEngine() {
+    if (pacer) pacer->detach_timer();
+  }
+  SchedulerEngine(const SchedulerEngine&) = delete;
+  SchedulerEngine& operator=(const SchedulerEngine&) = delete;
 
   Admission admission;
   DeadlineTimer deadlines;
-  std::vector<double> backlog;  // guarded by the policy's mutex
-  std::vector<double> means;    // guarded by the policy's mutex: scratch for the pacer
+  std::vector<double> backlog;   // guarded by the policy's mutex
+  std::vector<double> means;     // guarded by the policy's mutex: scratch for the pacer
   std::shared_ptr<Pacer> pacer;  // Binding::late with an allocated policy
 };
 
