@@ -79,10 +79,12 @@ class SchedulerOptions {
   /// behind a worker that turned out slow. A worker not yet measured takes a task at once.
   /// Every worker is used when the queue is long, as a pull pool does, and a batch's last
   /// tasks do not land on slow workers, as they do with pull. docs/service.md measures it.
-  /// The policy learns from every task's time (report.dispatch is Dispatch::allocated and
-  /// report.allocation counts the tasks each worker ran); its allocate() is not called.
-  /// Costs a lock per task. Ignored by pull and greedy policies; a BatchScheduler refuses it
-  /// with backups or retries (ata::InvalidArgument).
+  /// While tasks wait and a worker waits too, a timer looks again at least every millisecond,
+  /// so that no task waits forever behind a worker stuck in a long one. The policy learns
+  /// from every task's time; its allocate() is not called (report.dispatch is Dispatch::pull,
+  /// as the tasks were handed out one by one, and report.allocation counts the tasks each
+  /// worker ran). Costs a lock per task. Ignored by pull and greedy policies; a
+  /// BatchScheduler refuses it with backups or retries (ata::InvalidArgument).
   SchedulerOptions& set_binding(Binding binding) noexcept {
     binding_ = binding;
     return *this;
