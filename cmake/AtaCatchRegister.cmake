@@ -31,5 +31,11 @@ function(ata_catch_register executable timeout target)
     string(REGEX REPLACE "([],[*\\\\])" "\\\\\\1" spec "${name}")
     add_test("${name}" "${executable}" "${spec}" --colour-mode none)
     set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT "${timeout}")
+    # [serial]: a test that needs more threads running at once than the machine has cores
+    # runs alone, so that other tests' load cannot starve it.
+    list(FIND labels "serial" serial)
+    if(NOT serial EQUAL -1)
+      set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
+    endif()
   endforeach()
 endfunction()

@@ -78,7 +78,10 @@ TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB insid
   for (std::size_t j = 0; j < 12; ++j) CHECK(result.values[j]);
 }
 
-TEST_CASE("arena lanes: every lane of every live set gets a thread at once", "[lanes][tbb]") {
+// [serial]: five TBB workers must run at once on two cores; under a parallel ctest with
+// sanitizers, other tests' threads once kept one of them from starting within 10 s.
+TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
+          "[lanes][tbb][serial]") {
   const std::size_t before = thread_limit();
   {
     // Two sets of 2 and 3 lanes, every task waiting until all 5 run: on this machine's
