@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/eventually.hpp"
 
 namespace rt = ata::runtime;
 
@@ -87,7 +88,10 @@ TEST_CASE("8 threads submit batches concurrently to schedulers sharing one pool"
   // Every task that ran, surplus greedy ones included, is in some report, and vice versa.
   CHECK(executed.load() == reported);
   for (const auto& scheduler : schedulers) CHECK(scheduler.rounds() == 2 * kBatches);
-  CHECK(pool.queued_chunks() == 0);
+  // A pull or greedy batch may end before every worker reached its copy, which the worker
+  // then skips: the queues empty soon after, not necessarily by the time run() returns
+  // (67 copies were still queued once, under AddressSanitizer).
+  CHECK(ata::testing::eventually([&] { return pool.queued_chunks() == 0; }));
   // Only the allocated policies count rounds of their own.
   CHECK(ata_e.round() == 2 * kBatches);
 }
