@@ -1,7 +1,6 @@
 #include "runtime/batch.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <new>
 #include <string>
 #include <utility>
@@ -261,36 +260,11 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   const std::size_t end = first + allocation_[i];
   WorkerLog& log = logs_[i];
   auto since = clock_.now();
-  if (!keep_records_) {
-    // No records to summarise afterwards: shifted sums (exact for the first duration), whose
-    // moments need no division per task.
-    std::chrono::nanoseconds shift{-1};
-    double sum = 0.0;
-    double squares = 0.0;
-    std::size_t count = 0;
-    for (std::size_t task = first; task < end; ++task) {
-      if (ctx.stop_requested()) return;
-      const auto duration = run_task(worker, ctx, task, since);
-      worker.settle_backlog(1);
-      ++log.settled;
-      body_.accept(i, task);
-      log.busy += duration;
-      if (shift.count() < 0) shift = duration;
-      const auto d = static_cast<double>((duration - shift).count());
-      sum += d;
-      squares += d * d;
-      ++count;
-    }
-    if (count > 0) {
-      constexpr double kSeconds = 1e-9;
-      const double n = static_cast<double>(count);
-      const double mean = static_cast<double>(shift.count()) + sum / n;
-      const double m2 = std::max(0.0, squares - sum * sum / n);
-      log.summary = WorkerStats::from_moments(count, mean * kSeconds, m2 * kSeconds * kSeconds);
-    }
-    if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
-    return;
-  }
+  // Without records there is nothing to summarise afterwards: shifted sums instead (exact for
+  // the first duration), whose moments need no division per task.
+  std::chrono::nanoseconds shift{-1};
+  double sum = 0.0;
+  double squares = 0.0;
   for (std::size_t task = first; task < end; ++task) {
     // Only a decided batch requests stop, and its results are not wanted any more.
     if (ctx.stop_requested()) return;
@@ -298,14 +272,30 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
     worker.settle_backlog(1);
     ++log.settled;
     body_.accept(i, task);
-    // Field by field: a whole TaskRecord built on the stack and copied stalls the store buffer.
-    TaskRecord& record = records_[task];
-    record.task = task;
-    record.worker = i;
-    record.duration = duration;
     log.busy += duration;
+    if (keep_records_) {
+      // Field by field: a whole TaskRecord built on the stack and copied stalls the store
+      // buffer.
+      TaskRecord& record = records_[task];
+      record.task = task;
+      record.worker = i;
+      record.duration = duration;
+    } else {
+      if (shift.count() < 0) shift = duration;
+      const auto d = static_cast<double>((duration - shift).count());
+      sum += d;
+      squares += d * d;
+    }
   }
-  summarise(i);
+  if (keep_records_) {
+    summarise(i);
+  } else if (end > first) {
+    constexpr double kSeconds = 1e-9;
+    const double n = static_cast<double>(end - first);
+    const double mean = static_cast<double>(shift.count()) + sum / n;
+    const double m2 = std::max(0.0, squares - sum * sum / n);
+    log.summary = WorkerStats::from_moments(end - first, mean * kSeconds, m2 * kSeconds * kSeconds);
+  }
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
@@ -315,7 +305,7 @@ void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   const std::size_t tasks = allocation_[i];
   WorkerLog& log = logs_[i];
   const auto start = clock_.now();
-  if (std::getenv("ATA_NO_RANGE") == nullptr && worker.slowdown().kind() == Slowdown::Kind::none) {
+  if (worker.slowdown().kind() == Slowdown::Kind::none) {
     // Runs of kSettleEvery tasks in one call each: the backlog still follows the progress.
     for (std::size_t task = first; task < first + tasks;) {
       const std::size_t end = std::min(first + tasks, task + kSettleEvery);
