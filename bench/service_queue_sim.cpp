@@ -84,8 +84,8 @@ class QueueSimulation {
     options.alpha = *std::max_element(means.begin(), means.end());
     options.seed = c.seed;
     policy_ = ata::make_policy(c.strategy, n_, options);
-    pull_ = policy_->dispatch() == ata::Dispatch::pull;
-    if (policy_->dispatch() == ata::Dispatch::greedy) {
+    pull_ = c.strategy == "pull";
+    if (c.strategy == "gta") {
       throw ata::InvalidArgument("--strategy gta is not simulated (its surplus tasks are stopped)");
     }
     double capacity = 0.0;  // tasks per second, every worker busy

@@ -9,25 +9,13 @@ namespace {
 
 double seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double>(t).count(); }
 
-const char* dispatch_name(Dispatch dispatch) {
-  switch (dispatch) {
-    case Dispatch::allocated:
-      return "allocated";
-    case Dispatch::greedy:
-      return "greedy";
-    case Dispatch::pull:
-      return "pull";
-  }
-  return "allocated";
-}
-
 }  // namespace
 
 nlohmann::json batch_report_json(const runtime::RoundReport& report, std::string_view strategy) {
   return {
       {"round", report.round},
       {"strategy", strategy},
-      {"dispatch", dispatch_name(report.dispatch)},
+      {"dispatch", std::string(dispatch_name(report.dispatch))},
       {"allocation", std::vector<std::size_t>(report.allocation.begin(), report.allocation.end())},
       {"wall_seconds", seconds(report.wall)},
       {"worker_seconds", seconds(report.worker_time())},

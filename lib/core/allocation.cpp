@@ -49,6 +49,12 @@ void Allocation::add(std::size_t worker, std::size_t count) {
   total_ += count;
 }
 
+void Allocation::set(std::size_t worker, std::size_t count) {
+  detail::require_worker_index(worker, tasks_.size());
+  total_ = total_ - tasks_[worker] + count;
+  tasks_[worker] = count;
+}
+
 void Allocation::clear() noexcept {
   std::fill(tasks_.begin(), tasks_.end(), std::size_t{0});
   total_ = 0;

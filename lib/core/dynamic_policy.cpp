@@ -1,12 +1,15 @@
 #include "ata/core/dynamic_policy.hpp"
 
+#include <string>
+
 #include "ata/core/error.hpp"
 
 namespace ata {
 
 DynamicPolicy::DynamicPolicy(std::size_t workers, Dispatch mode) : Policy(workers), mode_(mode) {
-  if (mode == Dispatch::allocated) {
-    throw InvalidArgument("DynamicPolicy needs Dispatch::greedy or Dispatch::pull, got allocated");
+  if (mode != Dispatch::greedy && mode != Dispatch::pull) {
+    throw InvalidArgument("DynamicPolicy needs Dispatch::greedy or Dispatch::pull, got " +
+                          std::string(dispatch_name(mode)));
   }
 }
 
@@ -14,9 +17,9 @@ std::string_view DynamicPolicy::name() const noexcept {
   return mode_ == Dispatch::greedy ? "gta" : "pull";
 }
 
-// Unreachable: Policy::allocate() refuses dynamic policies before calling choose().
-void DynamicPolicy::choose(std::size_t /*batch*/, Allocation& /*out*/) {
-  throw Error("policy '" + std::string(name()) + "' has no allocation");
+void DynamicPolicy::choose_plan(std::size_t /*batch*/, Plan& out) {
+  out.set_race_kind(mode_ == Dispatch::greedy ? RaceKind::fungible : RaceKind::indexed);
+  for (std::size_t i = 0; i < workers(); ++i) out.set_racer(i);
 }
 
 }  // namespace ata

@@ -12,35 +12,13 @@ Policy::Policy(std::size_t workers) : stats_(workers) {
   if (workers == 0) throw InvalidArgument("a policy needs at least one worker, got 0");
 }
 
-Allocation Policy::allocate(std::size_t batch) {
-  Allocation out(workers());
-  allocate(batch, out);
-  return out;
-}
+namespace {
 
-void Policy::allocate(std::size_t batch, Allocation& out) {
-  if (dispatch() != Dispatch::allocated) {
-    throw Error("policy '" + std::string(name()) +
-                "' dispatches tasks dynamically and has no allocation to give");
-  }
-  if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
-  if (out.size() == workers()) {
-    out.clear();
-  } else {
-    out = Allocation(workers());
-  }
-  ++round_;
-  try {
-    choose(batch, out);
-  } catch (...) {
-    --round_;
-    throw;
-  }
-}
-
-void Policy::allocate(std::size_t batch, std::span<const double> backlog, Allocation& out) {
-  if (backlog.size() != workers()) {
-    throw InvalidArgument("backlog: expected one entry per worker (" + std::to_string(workers()) +
+// Throws for a backlog of the wrong size or with an entry that is NaN, infinite or negative;
+// returns whether every entry is 0 (every worker idle).
+bool check_backlog(std::span<const double> backlog, std::size_t workers) {
+  if (backlog.size() != workers) {
+    throw InvalidArgument("backlog: expected one entry per worker (" + std::to_string(workers) +
                           "), got " + std::to_string(backlog.size()));
   }
   bool idle = true;
@@ -51,18 +29,66 @@ void Policy::allocate(std::size_t batch, std::span<const double> backlog, Alloca
     }
     idle = idle && backlog[i] == 0.0;
   }
-  if (idle) {
-    allocate(batch, out);
-    return;
-  }
+  return idle;
+}
+
+}  // namespace
+
+void Policy::start_round(std::size_t batch, std::span<const double> backlog, Plan& out) {
+  if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
+  out.reset(workers());
+  ++round_;
   backlog_ = backlog;
   try {
-    allocate(batch, out);
+    choose_plan(batch, out);
   } catch (...) {
+    --round_;
     backlog_ = {};
     throw;
   }
   backlog_ = {};
+}
+
+void Policy::choose_plan(std::size_t batch, Plan& out) { choose(batch, out.quotas_); }
+
+void Policy::choose(std::size_t /*batch*/, Allocation& /*out*/) {
+  throw Error("policy '" + std::string(name()) + "' plans its rounds and has no choose()");
+}
+
+Plan Policy::plan(std::size_t batch) {
+  Plan out(workers());
+  plan(batch, out);
+  return out;
+}
+
+void Policy::plan(std::size_t batch, Plan& out) { start_round(batch, {}, out); }
+
+void Policy::plan(std::size_t batch, std::span<const double> backlog, Plan& out) {
+  const bool idle = check_backlog(backlog, workers());
+  start_round(batch, idle ? std::span<const double>{} : backlog, out);
+}
+
+Allocation Policy::allocate(std::size_t batch) {
+  Allocation out(workers());
+  allocate(batch, out);
+  return out;
+}
+
+void Policy::allocate(std::size_t batch, Allocation& out) { allocate_from(batch, {}, out); }
+
+void Policy::allocate(std::size_t batch, std::span<const double> backlog, Allocation& out) {
+  const bool idle = check_backlog(backlog, workers());
+  allocate_from(batch, idle ? std::span<const double>{} : backlog, out);
+}
+
+void Policy::allocate_from(std::size_t batch, std::span<const double> backlog, Allocation& out) {
+  start_round(batch, backlog, allocating_);
+  if (!allocating_.racers().empty()) {
+    --round_;
+    throw Error("policy '" + std::string(name()) +
+                "' dispatches tasks dynamically (its plan races) and has no allocation to give");
+  }
+  out = allocating_.quotas();
 }
 
 void Policy::observe(std::size_t worker, double seconds) {

@@ -40,7 +40,8 @@ struct RankScheduler::State {
   Policy* policy = nullptr;
   RankOptions options;
   std::size_t workers = 0;
-  std::size_t round = 0;
+  std::size_t round = 0;    // the policy's round of the batch running now
+  std::size_t batches = 0;  // batches run by this scheduler
   bool shut_down = false;
   Clock::time_point born = Clock::now();
   std::vector<bool> lost;
@@ -164,10 +165,6 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
                           " workers, but the communicator has " + std::to_string(size - 1) +
                           " worker ranks");
   }
-  if (policy.dispatch() == Dispatch::pull) {
-    throw InvalidArgument("policy '" + std::string(policy.name()) +
-                          "' pulls from a shared queue, which the rank back-end does not offer");
-  }
   if (!(options.deadline_factor > 0.0) || options.deadline_floor < nanoseconds{0} ||
       options.first_deadline <= nanoseconds{0} || options.give_up_after <= nanoseconds{0}) {
     throw InvalidArgument(
@@ -209,8 +206,22 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   if (batch == 0) throw InvalidArgument("batch size B must be >= 1, got 0");
   if (s.shut_down) throw InvalidArgument("RankScheduler::run() after shutdown()");
   const auto start = Clock::now();
-  const bool greedy = s.policy->dispatch() == Dispatch::greedy;
   const std::size_t n = s.workers;
+  Plan plan;
+  {
+    std::lock_guard lock(s.policy->mutex());
+    s.policy->plan(batch, plan);
+    s.round = s.policy->round();
+  }
+  ++s.batches;
+  plan.check(batch, n, s.policy->name());
+  if (plan.dispatch() == Dispatch::pull || plan.dispatch() == Dispatch::mixed) {
+    throw Error("policy '" + std::string(s.policy->name()) + "' planned " +
+                (plan.dispatch() == Dispatch::pull ? "an indexed race (a shared queue)"
+                                                   : "quotas and racers in one batch") +
+                ", which the rank back-end does not offer");
+  }
+  const bool greedy = plan.dispatch() == Dispatch::greedy;
 
   RankBatch out;
   auto& report = out.report;
@@ -229,21 +240,15 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   if (greedy) {
     // A greedy rank answers at least once per round (a result or its stop), so silence since
     // the last message, across rounds, is what makes it overdue.
-    if (s.round == 0) s.heard.assign(n, start);
-    s.round += 1;
+    if (s.batches == 1) s.heard.assign(n, start);
     report.round = s.round;
-    for (std::size_t w = 0; w < n; ++w) {
+    for (const std::size_t w : plan.racers()) {
       if (s.lost[w]) continue;
       started[w] = true;
       s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
     }
   } else {
-    Allocation a;
-    {
-      std::lock_guard lock(s.policy->mutex());
-      s.policy->allocate(batch, a);
-      s.round = s.policy->round();
-    }
+    const Allocation& a = plan.quotas();
     report.round = s.round;
     // The shares of lost ranks go to live ones; the others keep the policy's choice.
     std::vector<std::vector<std::size_t>> per(n);
@@ -284,7 +289,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       const std::uint64_t round = in.u64();
       if (s.lost[w]) {
         s.mark(w, RankEvent::Kind::back, out.events);
-        if (greedy && !started[w]) {  // it joins the round
+        if (greedy && !started[w] && plan.is_racer(w)) {  // it joins the round
           started[w] = true;
           started_at[w] = Clock::now();
           s.send(w, wire::kWork, s.work_message(true, task, {w}, input));

@@ -20,32 +20,32 @@ Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
 
 }  // namespace
 
-Batch::Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
-             Allocation allocation, std::size_t workers, TaskBody& body, bool task_records,
-             std::optional<Recovery> recovery)
-    : mode_(mode),
-      timing_(timing_for(mode, timing, recovery.has_value() && mode == Dispatch::allocated)),
-      keep_records_(mode == Dispatch::allocated &&
+Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round,
+             TaskBody& body, bool task_records, std::optional<Recovery> recovery)
+    : mode_(plan.dispatch()),
+      timing_(timing_for(mode_, timing, recovery.has_value() && mode_ == Dispatch::allocated)),
+      keep_records_(mode_ == Dispatch::allocated &&
                     (task_records || recovery.has_value() || timing_ == Timing::samples)),
       clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
-      allocation_(std::move(allocation)),
+      allocation_(plan.quotas()),
       body_(body),
-      logs_(workers) {
+      logs_(plan.workers()) {
+  const std::size_t workers = plan.workers();
   if (mode_ == Dispatch::allocated) {
     first_task_.resize(workers);
     // Accepted by default: every task of a complete share is kept.
     if (keep_records_) records_.resize(batch);
     std::size_t next = 0;
+    targets_.reserve(workers);
     for (std::size_t i = 0; i < workers; ++i) {
       first_task_[i] = next;
       next += allocation_[i];
+      if (allocation_[i] > 0) targets_.push_back(i);
     }
-  }
-  targets_.reserve(workers);
-  for (std::size_t i = 0; i < workers; ++i) {
-    if (mode_ != Dispatch::allocated || allocation_[i] > 0) targets_.push_back(i);
+  } else {
+    targets_.assign(plan.racers().begin(), plan.racers().end());
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
   if (recovery && mode_ == Dispatch::allocated) {
@@ -124,6 +124,8 @@ void Batch::run(Lane& worker) noexcept {
       case Dispatch::greedy:
         run_greedy(worker, ctx);
         summarise(worker.index());
+        break;
+      case Dispatch::mixed:  // refused before a batch is built
         break;
     }
   } catch (...) {
@@ -396,6 +398,7 @@ bool Batch::results_complete() const noexcept {
     case Dispatch::greedy:
       return accepted_.load(std::memory_order_acquire) >= batch_;
     case Dispatch::pull:
+    case Dispatch::mixed:  // refused before a batch is built
       break;  // tasks handed out may still run; only completion tells
   }
   return false;

@@ -18,6 +18,7 @@
 
 #include "ata/core/allocation.hpp"
 #include "ata/core/backup_rule.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/core/policy.hpp"
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/detail/task_body.hpp"
@@ -80,14 +81,15 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
     cancelled,  // cancel() came first
   };
 
-  // `allocation` is used in Dispatch::allocated mode only (its size is `workers`, its sum
-  // `batch`). `body` must stay alive until on_complete() has been called. Timing::chunk_means
-  // applies to allocated mode; the other modes then time every task and summarise.
-  // `task_records` false: an allocated batch that needs no per-task records itself (not
-  // tracked, not Timing::samples) keeps none, and its report lists no tasks.
-  Batch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round, Allocation allocation,
-        std::size_t workers, TaskBody& body, bool task_records = true,
-        std::optional<Recovery> recovery = std::nullopt);
+  // Runs `plan` (one role per worker) over `batch` tasks: quotas only (Dispatch::allocated,
+  // summing to `batch`), or a race of plan.racers() without quotas (Dispatch::greedy for a
+  // fungible race, Dispatch::pull for an indexed one); the caller refuses mixed plans. `body`
+  // must stay alive until on_complete() has been called. Timing::chunk_means applies to
+  // allocated mode; the other modes then time every task and summarise. `task_records` false:
+  // an allocated batch that needs no per-task records itself (not tracked, not
+  // Timing::samples) keeps none, and its report lists no tasks.
+  Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
+        bool task_records = true, std::optional<Recovery> recovery = std::nullopt);
 
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
@@ -244,7 +246,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::vector<TaskRecord> records_;
   TaskBody& body_;
   std::vector<WorkerLog> logs_;       // logs_[i].ran written by worker i only
-  std::vector<std::size_t> targets_;  // the workers that get a chunk
+  std::vector<std::size_t> targets_;  // the workers that get a chunk: quota workers, or racers
   LaneSet* lanes_ = nullptr;          // set by submit(): whose backlog the shares count in
 
   std::stop_source stop_;

@@ -23,11 +23,10 @@ namespace ata::runtime::detail {
 // The batch a BatchOperation submits; tells its operation when it is complete.
 class OperationBatch final : public Batch {
  public:
-  OperationBatch(Dispatch mode, Timing timing, std::size_t batch, std::size_t round,
-                 Allocation allocation, std::size_t workers, TaskBody& body, bool task_records,
-                 std::shared_ptr<BatchOperation> owner, std::optional<Recovery> recovery)
-      : Batch(mode, timing, batch, round, std::move(allocation), workers, body, task_records,
-              std::move(recovery)),
+  OperationBatch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round,
+                 TaskBody& body, bool task_records, std::shared_ptr<BatchOperation> owner,
+                 std::optional<Recovery> recovery)
+      : Batch(plan, timing, batch, round, body, task_records, std::move(recovery)),
         owner_(std::move(owner)) {}
 
  private:
@@ -46,27 +45,25 @@ namespace {
 // allocation gives it nothing while the others can take the work.
 constexpr double kQuarantineBacklog = 1e12;
 
-// The policy's allocation must give every worker a count and hand out exactly B tasks: the
-// batch sizes its result slots and task ranges from it.
-void require_valid_allocation(const Policy& policy, const Allocation& allocation, std::size_t batch,
-                              std::size_t workers) {
-  if (allocation.size() != workers) {
-    throw Error("policy '" + std::string(policy.name()) + "' allocated tasks to " +
-                std::to_string(allocation.size()) + " workers, but there are " +
-                std::to_string(workers) + " lanes");
-  }
-  // Summed here rather than taken from total(), which a huge count could wrap around.
-  std::size_t sum = 0;
-  bool overflow = false;
-  for (std::size_t tasks : allocation) {
-    overflow = overflow || tasks > std::numeric_limits<std::size_t>::max() - sum;
-    sum = overflow ? std::numeric_limits<std::size_t>::max() : sum + tasks;
-  }
-  if (overflow || sum != batch) {
+// The policy's plan must give every lane a role and account for exactly B tasks: the batch
+// sizes its result slots and task ranges from it. The thread runtime runs quotas or a race,
+// not both in one batch.
+void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
+                           std::size_t workers) {
+  plan.check(batch, workers, policy.name());
+  if (plan.dispatch() == Dispatch::allocated && plan.quotas().total() != batch) {
     throw Error("policy '" + std::string(policy.name()) + "' allocated " +
-                (overflow ? "more than " : "") + std::to_string(sum) +
-                " tasks for a batch of B = " + std::to_string(batch) +
-                "; an allocation must sum to B");
+                std::to_string(plan.quotas().total()) + " tasks for a batch of B = " +
+                std::to_string(batch) + "; an allocation must sum to B");
+  }
+  if (plan.dispatch() == Dispatch::mixed) {
+    throw Error("policy '" + std::string(policy.name()) +
+                "' planned quotas and racers in one batch; the thread runtime runs either");
+  }
+  if (plan.has_restarts() || plan.hedging() || plan.retries()) {
+    throw Error("policy '" + std::string(policy.name()) +
+                "' planned hedging, retries or restarts of its own; on threads they are set "
+                "by SchedulerOptions");
   }
 }
 
@@ -163,43 +160,37 @@ void BatchOperation::submit_now() {
   LaneSet& core = core_of(scheduler_.lanes_);
   const std::size_t workers = core.size();
   const SchedulerOptions& options = scheduler_.options_;
-  Dispatch mode = Dispatch::allocated;
   Timing timing = Timing::summaries;
-  Allocation allocation;
+  Plan plan;
   std::optional<Recovery> recovery;
-  Pacer* pacer = nullptr;
+  Pacer* pacer = scheduler_.engine_->pacer.get();
   {
     std::lock_guard lock(policy.mutex());
-    mode = policy.dispatch();
-    pacer = mode == Dispatch::allocated ? scheduler_.engine_->pacer.get() : nullptr;
-    if (pacer != nullptr) {
-      // Late binding: no allocation; the pacer hands the tasks out by the learned means.
-      mode = Dispatch::pull;
-      auto& means = scheduler_.engine_->means;
-      means.resize(workers);
-      for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
-      pacer->set_means(means);
-    }
-    if (policy.needs_every_sample() || pacer != nullptr) {
-      timing = Timing::samples;
-    } else if (options.time_chunks()) {
-      timing = Timing::chunk_means;
-    }
     try {
-      // A throwing allocate() leaves the policy's round as it was: so does the scheduler.
-      if (mode == Dispatch::allocated) {
-        // A stuck lane is quarantined: a backlog no allocation gives work behind.
-        const auto stuck = core.stuck(std::chrono::steady_clock::now());
-        if (options.load_aware() || !stuck.empty()) {
-          auto& backlog = scheduler_.engine_->backlog;
-          backlog.assign(workers, 0.0);
-          if (options.load_aware()) core.backlog(backlog);
-          for (std::size_t lane : stuck) backlog[lane] = kQuarantineBacklog;
-          policy.allocate(batch_, backlog, allocation);
-        } else {
-          policy.allocate(batch_, allocation);
-        }
-        if (options.backups() != Backups::off || options.retries() > 0) {
+      // A stuck lane is quarantined: a backlog no allocation gives work behind. A throwing
+      // plan() leaves the policy's round as it was: so does the scheduler.
+      const auto stuck = core.stuck(std::chrono::steady_clock::now());
+      if (pacer == nullptr && (options.load_aware() || !stuck.empty())) {
+        auto& backlog = scheduler_.engine_->backlog;
+        backlog.assign(workers, 0.0);
+        if (options.load_aware()) core.backlog(backlog);
+        for (std::size_t lane : stuck) backlog[lane] = kQuarantineBacklog;
+        policy.plan(batch_, backlog, plan);
+      } else {
+        policy.plan(batch_, plan);
+      }
+      // Late binding replaces quotas only: a race hands its tasks out by itself already.
+      if (plan.dispatch() != Dispatch::allocated) pacer = nullptr;
+      if (pacer != nullptr) {
+        // The pacer hands the tasks out one by one, by the learned means.
+        plan = Plan::race(workers, RaceKind::indexed);
+        auto& means = scheduler_.engine_->means;
+        means.resize(workers);
+        for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
+        pacer->set_means(means);
+      } else {
+        if (plan.dispatch() == Dispatch::allocated &&
+            (options.backups() != Backups::off || options.retries() > 0)) {
           recovery.emplace();
           recovery->backups = options.backup_options();
           recovery->retries = options.retries();
@@ -215,16 +206,21 @@ void BatchOperation::submit_now() {
         }
       }
     } catch (const std::bad_alloc&) {
-      throw_out_of_memory(batch_, "allocation");
+      throw_out_of_memory(batch_, "plan");
+    }
+    if (policy.needs_every_sample() || pacer != nullptr) {
+      timing = Timing::samples;
+    } else if (options.time_chunks()) {
+      timing = Timing::chunk_means;
     }
     round_ = ++scheduler_.rounds_;
-    if (mode == Dispatch::allocated) require_valid_allocation(policy, allocation, batch_, workers);
+    require_runnable_plan(policy, plan, batch_, workers);
   }
   std::shared_ptr<Batch> job;
   try {
-    job = std::make_shared<OperationBatch>(mode, timing, batch_, round_, std::move(allocation),
-                                           workers, body_, options.task_records(),
-                                           shared_from_this(), std::move(recovery));
+    job = std::make_shared<OperationBatch>(plan, timing, batch_, round_, body_,
+                                           options.task_records(), shared_from_this(),
+                                           std::move(recovery));
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }

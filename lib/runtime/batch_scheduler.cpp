@@ -53,7 +53,7 @@ BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOpti
                           std::to_string(policy_.workers()) + " workers but there are " +
                           std::to_string(lanes_.size()) + " lanes");
   }
-  if (options_.binding() == Binding::late && policy_.dispatch() == Dispatch::allocated) {
+  if (options_.binding() == Binding::late) {
     if (options_.backups() != Backups::off || options_.retries() > 0) {
       throw InvalidArgument(
           "binding late: backups and retries apply to allocated batches; turn them off or "

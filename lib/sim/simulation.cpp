@@ -31,7 +31,7 @@ Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std
       batch_(batch),
       models_(scenario_.models().begin(), scenario_.models().end()),
       means_(scenario_.means()),
-      allocation_(scenario_.workers()),
+      plan_(scenario_.workers()),
       completed_(scenario_.workers(), 0),
       in_flight_(scenario_.workers(), 0.0),
       rule_(backups),
@@ -73,7 +73,12 @@ RoundRecord Simulation::run_round() {
   RoundRecord record;
   record.round = round_;
   record.optimal_proxy_loss = optimal_loss_;
-  switch (policy_.dispatch()) {
+  policy_.plan(batch_, plan_);
+  plan_.check(batch_, models_.size(), policy_.name());
+  switch (plan_.dispatch()) {
+    case Dispatch::mixed:
+      throw Error("policy '" + std::string(policy_.name()) +
+                  "' planned quotas and racers in one round; the simulator runs either");
     case Dispatch::allocated:
       if (rule_.options().enabled) {
         backup_round(record);
@@ -94,8 +99,7 @@ RoundRecord Simulation::run_round() {
 }
 
 void Simulation::allocated_round(RoundRecord& record) {
-  policy_.allocate(batch_, allocation_);
-  const auto tasks = allocation_.tasks();
+  const auto tasks = plan_.quotas().tasks();
   double wall = 0.0;
   double work = 0.0;
   double loss = 0.0;
@@ -123,8 +127,7 @@ void Simulation::allocated_round(RoundRecord& record) {
 // worker index); between finishes the backup rule is asked whenever a worker with a share is
 // idle, and the clock also stops when a running copy becomes overdue.
 void Simulation::backup_round(RoundRecord& record) {
-  policy_.allocate(batch_, allocation_);
-  const auto tasks = allocation_.tasks();
+  const auto tasks = plan_.quotas().tasks();
   const std::size_t n = tasks.size();
   results_.assign(batch_, TaskResult{});
   task_copies_.assign(batch_, 0);

@@ -127,12 +127,16 @@ TEST_CASE("dynamic policies have no allocation but record what they observe", "[
   ata::DynamicPolicy gta(3, ata::Dispatch::greedy);
   CHECK(gta.name() == "gta");
   CHECK(gta.dispatch() == ata::Dispatch::greedy);
+  CHECK(gta.plan(2) == ata::Plan::race(3, ata::RaceKind::fungible));
   REQUIRE_THROWS_WITH(gta.allocate(2), ContainsSubstring("gta") && ContainsSubstring("dynamically"));
+  CHECK(gta.round() == 1);  // the refused allocate() did not start a round
   gta.observe(2, 0.5);
   CHECK(gta.stats(2).count() == 1);
   ata::DynamicPolicy pull(3, ata::Dispatch::pull);
   CHECK(pull.name() == "pull");
+  CHECK(pull.plan(2) == ata::Plan::race(3, ata::RaceKind::indexed));
   REQUIRE_THROWS_AS(ata::DynamicPolicy(3, ata::Dispatch::allocated), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(ata::DynamicPolicy(3, ata::Dispatch::mixed), ata::InvalidArgument);
 }
 
 TEST_CASE("make_policy builds every named strategy", "[core][policy]") {
@@ -271,10 +275,10 @@ TEST_CASE("a policy fed summaries learns what it learns from every sample", "[co
     std::exponential_distribution<double> time(1.0);
     for (int round = 0; round < 30; ++round) {
       ata::Allocation a(kWorkers);
-      if (by_sample->dispatch() == ata::Dispatch::allocated) {
-        a = by_sample->allocate(kBatch);
-        const ata::Allocation b = by_summary->allocate(kBatch);
-        for (std::size_t i = 0; i < kWorkers; ++i) REQUIRE(a[i] == b[i]);
+      const ata::Plan plan = by_sample->plan(kBatch);
+      REQUIRE(by_summary->plan(kBatch) == plan);
+      if (plan.dispatch() == ata::Dispatch::allocated) {
+        a = plan.quotas();
       } else {
         a = ata::Allocation({4, 4, 4});
       }

@@ -188,7 +188,13 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   const auto four = ata::make_policy("uta", kWorkers + 1);
   REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *four), ata::InvalidArgument);
   const auto pull = ata::make_policy("pull", kWorkers);
-  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *pull), ata::InvalidArgument);
+  ata::mpi::RankScheduler pulled(MPI_COMM_WORLD, *pull);
+  try {
+    (void)pulled.run(3, "number", {});
+    FAIL("an indexed race must be refused");
+  } catch (const ata::Error& e) {
+    REQUIRE(std::string(e.what()).find("an indexed race") != std::string::npos);
+  }
 }
 
 TEST_CASE("task registry and byte helpers refuse bad input", "[mpi][errors]") {

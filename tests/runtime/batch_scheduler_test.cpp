@@ -122,7 +122,9 @@ TEST_CASE("every mode returns B results in task-index order", "[runtime][schedul
         scheduler.run(batch, [](const rt::TaskContext& ctx) { return std::to_string(ctx.task()); });
     REQUIRE(values.size() == batch);
     CHECK(report.allocation.total() == batch);
-    CHECK(report.dispatch == policy->dispatch());
+    CHECK(report.dispatch == (name == "gta"    ? ata::Dispatch::greedy
+                              : name == "pull" ? ata::Dispatch::pull
+                                               : ata::Dispatch::allocated));
     CHECK(report.round == scheduler.rounds());
     // Result j comes from the j-th accepted task, in task-index order.
     std::size_t j = 0;
@@ -130,7 +132,7 @@ TEST_CASE("every mode returns B results in task-index order", "[runtime][schedul
       if (record.accepted) CHECK(values[j++] == std::to_string(record.task));
     }
     CHECK(j == batch);
-    if (policy->dispatch() != ata::Dispatch::greedy) {
+    if (report.dispatch != ata::Dispatch::greedy) {
       REQUIRE(report.tasks.size() == batch);
       for (std::size_t t = 0; t < batch; ++t) CHECK(values[t] == std::to_string(t));
     }
@@ -399,11 +401,11 @@ TEST_CASE("a policy whose allocation does not give B tasks to the pool's workers
           "[runtime][scheduler][errors]") {
   using Fault = MiscountingPolicy::Fault;
   const auto [fault, message] = GENERATE(
-      std::pair{Fault::one_more, "allocated 9 tasks for a batch of B = 8"},
-      std::pair{Fault::one_less, "allocated 7 tasks for a batch of B = 8"},
-      std::pair{Fault::too_few_workers, "allocated tasks to 1 workers, but there are 2 lanes"},
-      std::pair{Fault::too_many_workers, "allocated tasks to 3 workers, but there are 2 lanes"},
-      std::pair{Fault::wraps_around, "allocated more than 18446744073709551615 tasks"});
+      std::pair{Fault::one_more, "gave quotas of more than 8 tasks for a batch of B = 8"},
+      std::pair{Fault::one_less, "gave quotas of 7 tasks for a batch of B = 8 and no racer"},
+      std::pair{Fault::too_few_workers, "planned for 1 workers, but there are 2"},
+      std::pair{Fault::too_many_workers, "planned for 3 workers, but there are 2"},
+      std::pair{Fault::wraps_around, "gave quotas of more than 8 tasks"});
   CAPTURE(message);
   rt::WorkerPool pool(2);
   MiscountingPolicy policy(2);

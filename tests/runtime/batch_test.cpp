@@ -24,13 +24,21 @@ namespace detail = ata::runtime::detail;
 
 namespace {
 
+ata::Plan plan_for(ata::Dispatch mode, ata::Allocation allocation, std::size_t workers) {
+  if (mode == ata::Dispatch::allocated) return ata::Plan::quotas(std::move(allocation));
+  return ata::Plan::race(workers, mode == ata::Dispatch::greedy ? ata::RaceKind::fungible
+                                                                : ata::RaceKind::indexed);
+}
+
 // Records how often, and on which thread, its completion hook ran.
 class RecordingBatch final : public detail::Batch {
  public:
-  // Timed task by task, summarised: the scheduler's default.
-  template <class... Rest>
-  explicit RecordingBatch(ata::Dispatch mode, Rest&&... rest)
-      : Batch(mode, detail::Timing::summaries, std::forward<Rest>(rest)...) {}
+  // Timed task by task, summarised: the scheduler's default. `allocation` gives the quotas of
+  // Dispatch::allocated; the other modes race over every worker.
+  RecordingBatch(ata::Dispatch mode, std::size_t batch, std::size_t round,
+                 ata::Allocation allocation, std::size_t workers, detail::TaskBody& body)
+      : Batch(plan_for(mode, std::move(allocation), workers), detail::Timing::summaries, batch,
+              round, body) {}
 
   std::atomic<int> completions{0};
   std::atomic<std::thread::id> completed_on{};

@@ -109,10 +109,14 @@ TEST_CASE("late binding refuses backups and retries; bad binding names", "[runti
                        ata::InvalidArgument, MessageMatches(ContainsSubstring("binding late")));
   CHECK_THROWS_MATCHES(rt::BatchScheduler(pool, uniform, late().set_retries(1)),
                        ata::InvalidArgument, MessageMatches(ContainsSubstring("binding late")));
-  // A pull policy has nothing to bind late: the option changes nothing.
+  // A pull policy's plan races, so it has nothing to bind late: it runs as planned.
   auto pull = ata::make_policy("pull", 2);
-  rt::BatchScheduler pulled(pool, *pull, late().set_backups(rt::Backups::on));
-  CHECK(pulled.run(5, [](const rt::TaskContext& ctx) { return ctx.task(); }).values.size() == 5);
+  CHECK_THROWS_AS(rt::BatchScheduler(pool, *pull, late().set_backups(rt::Backups::on)),
+                  ata::InvalidArgument);
+  rt::BatchScheduler pulled(pool, *pull, late());
+  const auto pulled_batch = pulled.run(5, [](const rt::TaskContext& ctx) { return ctx.task(); });
+  CHECK(pulled_batch.values.size() == 5);
+  CHECK(pulled_batch.report.dispatch == ata::Dispatch::pull);
   CHECK(rt::parse_binding("late") == rt::Binding::late);
   CHECK(rt::parse_binding("arrival") == rt::Binding::on_arrival);
   CHECK_THROWS_MATCHES(

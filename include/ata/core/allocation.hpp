@@ -46,6 +46,8 @@ class Allocation {
 
   /// Adds `count` tasks to worker `worker`; throws ata::InvalidArgument when out of range.
   void add(std::size_t worker, std::size_t count = 1);
+  /// Sets worker `worker`'s tasks to `count`; throws ata::InvalidArgument when out of range.
+  void set(std::size_t worker, std::size_t count);
   /// Removes every task, keeping the number of workers.
   void clear() noexcept;
 

@@ -48,6 +48,8 @@ struct BackupOptions {
     take_overs = value;
     return *this;
   }
+
+  friend bool operator==(const BackupOptions&, const BackupOptions&) = default;
 };
 
 /// One worker of a batch in progress, as the rule sees it at one instant.

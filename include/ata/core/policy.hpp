@@ -1,8 +1,8 @@
 #pragma once
 /// @file
-/// The Policy interface: one object decides every round's allocation and learns from the
-/// measured task times. The simulator, the thread pool and the MPI back-end drive the same
-/// policy objects through this interface.
+/// The Policy interface: one object plans every round (ata::Plan: quotas, races, hedging,
+/// restarts) and learns from the measured task times, complete and censored. The simulator,
+/// the thread pool and the MPI back-end drive the same policy objects through this interface.
 
 #include <cstddef>
 #include <mutex>
@@ -11,16 +11,10 @@
 #include <vector>
 
 #include "ata/core/allocation.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/core/worker_stats.hpp"
 
 namespace ata {
-
-/// How a strategy hands out a batch's tasks.
-enum class Dispatch {
-  allocated,  ///< allocate() fixes a_i per worker; each worker runs its a_i tasks in a row.
-  greedy,     ///< GTA: every worker computes until B results are in; the surplus is discarded.
-  pull,       ///< A shared queue of exactly B tasks that idle workers pull: a classic pool.
-};
 
 /// A task allocation strategy.
 ///
@@ -33,8 +27,11 @@ enum class Dispatch {
 /// }
 /// @endcode
 ///
-/// The round counter k starts at 0 and allocate() advances it, so the first allocation is
-/// round 1. observe() may be called at any time, in any order of workers.
+/// Each round starts with plan() (or, for a strategy whose plans are quotas, allocate(): the
+/// plan's quotas). The round counter k starts at 0 and plan() advances it, so the first plan
+/// is round 1's. observe() may be called at any time, in any order of workers. A strategy
+/// that allocates implements choose(); one that plans races, hedging or restarts implements
+/// choose_plan().
 ///
 /// Not thread-safe by itself: one thread at a time may call its methods. Every driver of the
 /// runtime (ata::runtime::BatchScheduler) holds mutex() while it calls the policy, so several
@@ -48,18 +45,24 @@ class Policy {
 
   /// Short name as the apps spell it: "ata", "ata-e", "ata-auto", "ofta", "uta", "gta", "pull".
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
-  /// Whether the strategy allocates (the default) or dispatches dynamically.
-  [[nodiscard]] virtual Dispatch dispatch() const noexcept { return Dispatch::allocated; }
-
   /// Number of workers n.
   [[nodiscard]] std::size_t workers() const noexcept { return stats_.size(); }
   /// Rounds allocated so far.
   [[nodiscard]] std::size_t round() const noexcept { return round_; }
 
-  /// Starts the next round and returns its allocation of `batch` tasks (sum = batch).
-  /// Throws ata::InvalidArgument for batch = 0, and ata::Error when dispatch() is not
-  /// Dispatch::allocated. If the strategy's choose() throws, the exception propagates and
-  /// round() is left unchanged, so the next allocate() starts the same round.
+  /// Starts the next round and returns its plan for `batch` tasks. Throws
+  /// ata::InvalidArgument for batch = 0. If the strategy throws, the exception propagates and
+  /// round() is left unchanged, so the next call starts the same round.
+  [[nodiscard]] Plan plan(std::size_t batch);
+  /// As plan(), writing into `out` to reuse its storage.
+  void plan(std::size_t batch, Plan& out);
+  /// Load-aware: as plan(), for a batch that queues behind other work; `backlog` as for the
+  /// load-aware allocate() below.
+  void plan(std::size_t batch, std::span<const double> backlog, Plan& out);
+
+  /// Starts the next round and returns its allocation of `batch` tasks (sum = batch): the
+  /// quotas of its plan. Throws ata::InvalidArgument for batch = 0, and ata::Error when the
+  /// plan has racers (GTA, pull: call plan()), leaving round() unchanged.
   [[nodiscard]] Allocation allocate(std::size_t batch);
   /// As allocate(), writing into `out` to reuse its storage.
   void allocate(std::size_t batch, Allocation& out);
@@ -108,10 +111,15 @@ class Policy {
   /// Throws ata::InvalidArgument when workers = 0.
   explicit Policy(std::size_t workers);
 
-  /// Fills `out` (already sized to workers() and empty) for round(), which is already advanced.
-  virtual void choose(std::size_t batch, Allocation& out) = 0;
-  /// During choose(): the backlog given to allocate(), one entry per worker, or empty when
-  /// there is none (every worker idle).
+  /// Fills `out` (sized to workers(), every worker idle, nothing else set) for round(), which
+  /// is already advanced. By default: quotas from choose().
+  virtual void choose_plan(std::size_t batch, Plan& out);
+  /// Fills `out` (already sized to workers() and empty) for round(), which is already
+  /// advanced: the quotas of the default choose_plan(). A strategy overriding choose_plan()
+  /// need not implement it (the default throws ata::Error).
+  virtual void choose(std::size_t batch, Allocation& out);
+  /// During choose_plan() and choose(): the backlog given to plan() or allocate(), one entry
+  /// per worker, or empty when there is none (every worker idle).
   [[nodiscard]] std::span<const double> backlog() const noexcept { return backlog_; }
   /// Hook after stats(worker) has absorbed a valid observation.
   virtual void learn(std::size_t /*worker*/, double /*seconds*/) {}
@@ -122,8 +130,14 @@ class Policy {
   virtual void learn_summary(std::size_t /*worker*/, const WorkerStats& /*chunk*/) {}
 
  private:
+  // Starts the round around choose_plan(); `backlog` is set for its duration.
+  void start_round(std::size_t batch, std::span<const double> backlog, Plan& out);
+  // allocate(): the quotas of the round's plan, which must have no racer.
+  void allocate_from(std::size_t batch, std::span<const double> backlog, Allocation& out);
+
   std::vector<WorkerStats> stats_;
   std::size_t round_ = 0;
+  Plan allocating_;  // allocate()'s plan, kept for its storage
   std::span<const double> backlog_;  // set for the duration of a load-aware allocate()
   mutable std::mutex mutex_;
 };

@@ -71,14 +71,16 @@ struct RankBatch {
 /// }
 /// @endcode
 ///
-/// Allocated mode: the policy's allocation is sent as one share per rank (task numbers and the
-/// batch input); each rank answers once with its results and per-task times, which the policy
-/// observes. Greedy mode (Dispatch::greedy): every live rank computes tasks until B results are
+/// Each batch runs the policy's plan (ata::Plan). Quotas (Dispatch::allocated): each rank's
+/// quota is sent as one share (task numbers and the batch input); each rank answers once with
+/// its results and per-task times, which the policy observes. A fungible race
+/// (Dispatch::greedy: GTA, or a race of a subset): every live racer computes tasks until B results are
 /// in, sending each as it finishes; then the root sends a stop, a rank drops its running task,
 /// and any result still on its way is discarded by round number (TaskRecord::accepted = false
 /// when it arrives before the batch ends, counted in late_answers after). A greedy rank is
 /// busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
-/// stopped task ends. Pull mode is refused.
+/// stopped task ends. Indexed races (pull) and mixed plans are refused: run() throws
+/// ata::Error.
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
@@ -92,8 +94,8 @@ struct RankBatch {
 class RankScheduler {
  public:
   /// Throws ata::InvalidArgument unless called on rank 0 of a communicator of at least 2 ranks
-  /// whose worker count (size - 1) equals policy.workers(), for a pull policy, and for options
-  /// out of range (a factor or a time not positive, a lost worker out of range).
+  /// whose worker count (size - 1) equals policy.workers(), and for options out of range (a
+  /// factor or a time not positive, a lost worker out of range).
   RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options = {});
   RankScheduler(const RankScheduler&) = delete;
   RankScheduler& operator=(const RankScheduler&) = delete;
@@ -103,8 +105,9 @@ class RankScheduler {
 
   /// Runs `batch` tasks of the registered function `task` on `input`. Throws
   /// ata::InvalidArgument for batch = 0 or after shutdown(), and ata::Error when a task
-  /// throws on its rank (the message names the rank and the task's error) or when no rank
-  /// answers for RankOptions::give_up_after.
+  /// throws on its rank (the message names the rank and the task's error), when no rank
+  /// answers for RankOptions::give_up_after, or when the policy's plan is one the rank
+  /// back-end does not run (an indexed race, quotas mixed with racers).
   [[nodiscard]] RankBatch run(std::size_t batch, const std::string& task, const Bytes& input);
 
   /// Tells every worker rank to stop serving (never waiting on a stalled one) and returns

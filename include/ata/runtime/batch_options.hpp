@@ -81,10 +81,11 @@ class SchedulerOptions {
   /// tasks do not land on slow workers, as they do with pull. docs/service.md measures it.
   /// While tasks wait and a worker waits too, a timer looks again at least every millisecond,
   /// so that no task waits forever behind a worker stuck in a long one. The policy learns
-  /// from every task's time; its allocate() is not called (report.dispatch is Dispatch::pull,
-  /// as the tasks were handed out one by one, and report.allocation counts the tasks each
-  /// worker ran). Costs a lock per task. Ignored by pull and greedy policies; a
-  /// BatchScheduler refuses it with backups or retries (ata::InvalidArgument).
+  /// from every task's time; its plan() is called, so its rounds count, but the plan's quotas
+  /// are not used (report.dispatch is Dispatch::pull, as the tasks were handed out one by one,
+  /// and report.allocation counts the tasks each worker ran). Costs a lock per task. A plan
+  /// that races (pull, GTA) runs as planned; a BatchScheduler refuses late binding with
+  /// backups or retries (ata::InvalidArgument).
   SchedulerOptions& set_binding(Binding binding) noexcept {
     binding_ = binding;
     return *this;

@@ -46,13 +46,16 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// }
 /// @endcode
 ///
-/// The policy's dispatch() picks the mode of each batch:
-/// - Dispatch::allocated (ATA, ATA-Empirical, OFTA, UTA): allocate(B) gives a_i; worker i
-///   runs tasks [a_0 + ... + a_{i-1}, ... + a_i) in a row, as one chunk.
-/// - Dispatch::greedy (GTA): every worker runs tasks until B results are accepted, the first
-///   B to finish; the tasks still running then get a stop request and their results are
-///   discarded, but their time counts as worker time.
-/// - Dispatch::pull: the workers pull exactly B tasks from a shared counter.
+/// Each batch runs the policy's plan (Policy::plan(), ata::Plan):
+/// - quotas (Dispatch::allocated: ATA, ATA-Empirical, OFTA, UTA): worker i runs tasks
+///   [a_0 + ... + a_{i-1}, ... + a_i) in a row, as one chunk.
+/// - a fungible race (Dispatch::greedy: GTA over every worker, or a race of a subset): every
+///   racer runs tasks until B results are accepted, the first B to finish; the tasks still
+///   running then get a stop request and their results are discarded, but their time counts
+///   as worker time. Other workers get nothing.
+/// - an indexed race (Dispatch::pull): the racers pull exactly B tasks from a shared counter.
+/// A plan mixing quotas and racers, or carrying hedging, retries or restarts of its own, fails
+/// the batch with ata::Error: on threads, hedging and retries come from SchedulerOptions.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker

@@ -41,7 +41,7 @@ struct TaskRecord {
 struct RoundReport {
   /// The scheduler's batch number, 1-based (what Slowdown::change_at counts).
   std::size_t round = 0;
-  /// How the batch was dispatched (the policy's dispatch()).
+  /// The shape of the plan the batch ran (Plan::dispatch()).
   Dispatch dispatch = Dispatch::allocated;
   /// Accepted tasks per worker: the policy's allocation in allocated mode, what each worker
   /// contributed in greedy and pull modes.

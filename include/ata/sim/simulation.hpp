@@ -120,7 +120,7 @@ class Simulation {
   std::vector<double> means_;
   std::vector<Rng> streams_;
   double optimal_loss_ = 0.0;
-  Allocation allocation_;
+  Plan plan_;
   std::vector<std::size_t> completed_;               // per worker, greedy and pull rounds
   std::vector<double> in_flight_;                    // duration of each worker's current task
   std::vector<std::pair<double, std::size_t>> heap_;  // (finish time, worker)
