@@ -1,6 +1,9 @@
 #include "ata/core/make_policy.hpp"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <optional>
 #include <string>
 
 #include "ata/core/ata_auto_policy.hpp"
@@ -8,16 +11,48 @@
 #include "ata/core/ata_policy.hpp"
 #include "ata/core/dynamic_policy.hpp"
 #include "ata/core/error.hpp"
+#include "ata/core/fixed_plan_policy.hpp"
 #include "ata/core/oracle_policy.hpp"
 #include "ata/core/uniform_policy.hpp"
+#include "core/checks.hpp"
 
 namespace ata {
 
 namespace {
 constexpr std::array<std::string_view, 7> kNames{"gta", "ofta", "uta", "ata", "ata-e", "ata-auto", "pull"};
+constexpr std::string_view kRacePrefix = "race:";
+
+// M of "race:M"; std::nullopt for another name. Throws for "race:" followed by anything but
+// a whole number >= 1.
+std::optional<std::size_t> race_members(std::string_view name) {
+  if (!name.starts_with(kRacePrefix)) return std::nullopt;
+  const std::string_view digits = name.substr(kRacePrefix.size());
+  std::size_t members = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), members);
+  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() ||
+      members == 0) {
+    throw InvalidArgument("strategy '" + detail::excerpt(name) +
+                          "': race:M needs M, the number of workers that race, as a whole "
+                          "number >= 1");
+  }
+  return members;
+}
+
+[[noreturn]] void throw_unknown(std::string_view name) {
+  std::string known;
+  for (const auto n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw InvalidArgument("unknown strategy '" + detail::excerpt(name) + "'; expected one of: " +
+                        known + ", race:M");
+}
+
 }  // namespace
 
 std::span<const std::string_view> policy_names() noexcept { return kNames; }
+
+void require_policy_name(std::string_view name) {
+  if (std::find(kNames.begin(), kNames.end(), name) != kNames.end()) return;
+  if (!race_members(name)) throw_unknown(name);
+}
 
 std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
                                     const PolicyOptions& options) {
@@ -41,9 +76,16 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
     }
     return std::make_unique<OraclePolicy>(options.means);
   }
-  std::string known;
-  for (const auto n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw InvalidArgument("unknown strategy '" + std::string(name) + "'; expected one of: " + known);
+  if (const auto members = race_members(name)) {
+    if (options.means.size() != workers) {
+      throw InvalidArgument("strategy '" + std::string(name) + "' needs the true mean of each of the " +
+                            std::to_string(workers) + " workers, got " +
+                            std::to_string(options.means.size()));
+    }
+    return std::make_unique<FixedPlanPolicy>(std::string(name),
+                                             race_of_fastest(options.means, *members));
+  }
+  throw_unknown(name);
 }
 
 }  // namespace ata

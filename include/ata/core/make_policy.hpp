@@ -18,12 +18,18 @@ namespace ata {
 struct PolicyOptions {
   std::optional<double> alpha;  ///< "ata": bound on the sub-exponential norms (required).
   double eta = 1.0;             ///< "ata-e": bound on norm / mean.
-  std::vector<double> means;    ///< "ofta": true mean task time of each worker (required).
+  std::vector<double> means;    ///< "ofta", "race:M": true mean task time of each worker (required).
   std::uint64_t seed = 0;       ///< "ata-auto": seed of its posterior draws.
 };
 
-/// The names make_policy() accepts: gta, ofta, uta, ata, ata-e, ata-auto, pull.
+/// The plain names make_policy() accepts: gta, ofta, uta, ata, ata-e, ata-auto, pull. It also
+/// accepts "race:M" for M = 1, 2, ...: a fungible race of the M workers with the smallest true
+/// means (PolicyOptions::means), the rest idle (ata::race_of_fastest).
 [[nodiscard]] std::span<const std::string_view> policy_names() noexcept;
+
+/// Throws ata::InvalidArgument, listing the known names, unless make_policy() knows `name`
+/// (whatever the number of workers: "race:M" with M too large for them fails only there).
+void require_policy_name(std::string_view name);
 
 /// Builds the policy called `name` for `workers` workers. Throws ata::InvalidArgument for an
 /// unknown name (listing the known ones), a missing or bad parameter, or workers = 0.

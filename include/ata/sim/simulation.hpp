@@ -19,19 +19,21 @@ namespace ata::sim {
 /// What one simulated round cost.
 struct RoundRecord {
   std::size_t round = 0;       ///< 1-based
-  double wall_time = 0.0;      ///< time until the B-th result: max_i T_i when allocated
-  double worker_time = 0.0;    ///< busy worker time, discarded work included
-  /// l(a_k, mu) with the workers' current true means; for greedy and pull rounds, of the
-  /// allocation that actually completed.
+  double wall_time = 0.0;      ///< time until the round's last result: max_i T_i for quotas
+  double worker_time = 0.0;    ///< busy worker time, stopped and discarded work included
+  /// l(a_k, mu) with the workers' current true means: of the plan's quotas when it has no
+  /// racers, else of the tasks each worker completed.
   double proxy_loss = 0.0;
   double optimal_proxy_loss = 0.0;  ///< min_a l(a, mu): OFTA's proxy loss
-  /// Allocated rounds with backups (see Simulation): unstarted tasks taken over by idle workers,
-  /// backup copies started, copies stopped because another copy finished first, and the most
-  /// copies any one task had.
+  /// With hedging (see Simulation): unstarted quota tasks taken over by free workers, backup
+  /// copies started, copies stopped because another copy finished first, and the most copies
+  /// any one task had.
   std::size_t takeovers = 0;
   std::size_t backup_copies = 0;
   std::size_t stopped_copies = 0;
   std::size_t most_copies = 0;
+  /// Copies stopped at their worker's restart budget and started afresh.
+  std::size_t restarts = 0;
 };
 
 /// Who gave one task's result in a round, and when (model time from the round's start).
@@ -40,17 +42,45 @@ struct TaskResult {
   double finish = 0.0;
 };
 
+/// One copy of a task that ran in a round (Simulation::set_copy_records()).
+struct CopyRecord {
+  enum class Outcome : std::uint8_t {
+    accepted,   ///< its result counts
+    stopped,    ///< another copy of its task finished first, or a fungible round ended
+    restarted,  ///< it reached its worker's restart budget and the task started afresh
+  };
+  std::size_t worker = 0;
+  /// The task index (for a fungible race, the number the task was started with: the quota
+  /// tasks' indices, then sum of quotas, sum + 1, ... in start order).
+  std::size_t task = 0;
+  double start = 0.0;  ///< model time from the round's start
+  double end = 0.0;
+  Outcome outcome = Outcome::accepted;
+};
+
 /// Runs rounds of `policy` on `scenario` in virtual time (model units, no sleeping).
 ///
-/// Dispatch by Policy::dispatch():
-/// - allocated: worker i runs its a_i tasks in a row; wall = max_i T_i, worker time = sum_i T_i.
-/// - greedy (GTA): every worker starts a task at time 0 and starts another whenever one
-///   finishes; the round ends at the B-th completion; in-flight tasks are discarded, so the
-///   worker time is n x wall time.
-/// - pull: B tasks in a shared queue; an idle worker (lowest index first) takes the next one;
-///   the round ends when all B are done; worker time is the busy time.
-/// Each completed task's duration is passed to policy.observe(); discarded ones are not (the
-/// policy only sees finished work, as on real machines).
+/// Each round runs the policy's plan (Policy::plan(), ata::Plan) as events in virtual time:
+/// - a quota worker runs its tasks in a row (worker 0's a_0 first among the indices);
+/// - a racer, whenever it is free, starts the next task of the race: the lowest unstarted
+///   index of the race's pool in an indexed race (pull), a new sample in a fungible one (GTA);
+/// - the round ends when every index has a result (quotas, indexed races), or at the B-th
+///   result of a fungible race, whoever gives it; what runs then is stopped;
+/// - hedging (the plan's, else the one this simulation was built with): whenever a worker is
+///   free (a quota worker done with its share, a racer of an indexed race once the pool is
+///   empty) while the round still waits, the shared BackupRule decides whether it takes over
+///   another worker's unstarted quota task or starts a backup copy of an overdue one; it is
+///   asked again at every finish and whenever a running copy becomes overdue. The workers'
+///   learned means are the policy's stats(i).mean(). A fungible race never hedges: no worker
+///   waits there for another's task;
+/// - a restart budget r_i: a copy on worker i that has run r_i is stopped and its task started
+///   afresh on i, with a new draw.
+/// Events happen in time order, ties by lower worker index. The first copy of a task to
+/// finish gives its result and is observed (Policy::observe()); every copy stopped before its
+/// end (another copy won, the budget passed, the fungible round ended) is reported with
+/// Policy::observe_censored() for the time it ran, which counts as worker time. A plan of
+/// quotas alone, without hedging or restarts, takes a shortcut with the same outcome: worker
+/// by worker, its tasks' times observed in worker order.
 ///
 /// When a scenario's WorkerChange takes effect and the policy is an OraclePolicy, the simulation
 /// gives it the new true means (OraclePolicy::set_means): OFTA is the oracle that knows the
@@ -59,19 +89,9 @@ struct TaskResult {
 /// (EoftaPolicy::set_models) in the same way. Other policies learn of a change only through the
 /// task times they observe.
 ///
-/// Backups (allocated dispatch, BackupOptions::enabled): the round's tasks 0..B-1 are queued
-/// on the workers in allocation order (worker 0's a_0 first), each worker runs its queue in order,
-/// and whenever a worker with a share has finished it while the round still waits, the shared
-/// BackupRule decides whether it takes over another worker's unstarted task or starts a backup
-/// copy of an overdue one; it is asked again at every finish and whenever a running copy
-/// becomes overdue. The workers' learned means are the policy's stats(i).mean(). The first
-/// copy of a task to finish gives its result and is observed; the others are stopped at once,
-/// their running time counts as worker time and is reported with Policy::observe_censored().
-/// A copy draws its time from its own worker's stream, so an outage hangs one copy, not the
-/// task. Greedy and pull rounds ignore backups (no worker waits there for another's task).
-///
-/// Worker i draws from its own random stream (seed, i), so its u-th task takes the same time
-/// under every strategy: strategies run with the same seed are compared on common random numbers.
+/// Worker i draws from its own random stream (seed, i), one draw per copy it starts, so its
+/// u-th task takes the same time under every strategy: strategies run with the same seed are
+/// compared on common random numbers.
 ///
 /// @code
 /// auto cluster = ata::sim::make_preset("cifar", 51);
@@ -84,29 +104,39 @@ struct TaskResult {
 /// Not thread-safe; the policy must outlive the simulation and have scenario.workers() workers.
 class Simulation {
  public:
-  /// Throws ata::InvalidArgument if batch = 0, the policy has another number of workers, or the
-  /// backup options are invalid (see BackupRule).
+  /// `backups`: the hedging of rounds whose plan sets none. Throws ata::InvalidArgument if
+  /// batch = 0, the policy has another number of workers, or the backup options are invalid
+  /// (see BackupRule).
   Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,
              const BackupOptions& backups = {});
 
-  /// Runs the next round.
+  /// Runs the next round. Throws ata::Error, naming the policy, for a plan that cannot run a
+  /// batch of B tasks (Plan::check()).
   RoundRecord run_round();
+
+  /// Whether rounds keep a record of every copy they ran (last_copies(); off by default).
+  void set_copy_records(bool on) noexcept { keep_copies_ = on; }
 
   [[nodiscard]] std::size_t rounds_done() const noexcept { return round_; }
   [[nodiscard]] const Scenario& scenario() const noexcept { return scenario_; }
   /// The workers' true means now (after any WorkerChange that has taken effect).
   [[nodiscard]] const std::vector<double>& current_means() const noexcept { return means_; }
-  /// The last allocated round's results, by task index (B entries; empty after a greedy or pull
-  /// round): every index has exactly one, with or without backups.
+  /// The last round's plan.
+  [[nodiscard]] const Plan& last_plan() const noexcept { return plan_; }
+  /// The last round's results: B entries, by task index (in finish order for a fungible race).
   [[nodiscard]] const std::vector<TaskResult>& last_results() const noexcept { return results_; }
+  /// With set_copy_records(true): every copy the last round ran, in the order they ended.
+  [[nodiscard]] const std::vector<CopyRecord>& last_copies() const noexcept { return copy_log_; }
 
  private:
   void apply_changes();
-  void allocated_round(RoundRecord& record);
-  void backup_round(RoundRecord& record);
+  void quota_round(RoundRecord& record);
+  void event_round(RoundRecord& record, const BackupRule& rule);
+  // Worker `worker`, free at `now`: its next quota task, else its next task of the race.
+  void continue_on(std::size_t worker, double now);
   void start_copy(std::size_t worker, std::size_t task, double now);
-  void greedy_round(RoundRecord& record);
-  void pull_round(RoundRecord& record);
+  // Ends the copy running on `worker` at `now` with `outcome`; returns its running time.
+  double end_copy(std::size_t worker, double now, CopyRecord::Outcome outcome);
   double completed_proxy_loss() const;
 
   Scenario scenario_;
@@ -121,30 +151,32 @@ class Simulation {
   std::vector<Rng> streams_;
   double optimal_loss_ = 0.0;
   Plan plan_;
-  std::vector<std::size_t> completed_;               // per worker, greedy and pull rounds
-  std::vector<double> in_flight_;                    // duration of each worker's current task
-  std::vector<std::pair<double, std::size_t>> heap_;  // (finish time, worker)
+  BackupOptions backups_;
+  bool keep_copies_ = false;
+  std::vector<std::size_t> completed_;  // per worker: results given this round
   std::vector<TaskResult> results_;
+  std::vector<CopyRecord> copy_log_;
 
-  // Backups: the rule, and the state of the round in progress.
-  BackupRule rule_;
+  // The state of the round in progress (event_round).
   struct Copy {  // what a worker runs
     std::size_t task = 0;
     double start = 0.0;
-    double duration = 0.0;
+    double duration = 0.0;  // the draw; it ends earlier when stopped or restarted
     bool running = false;
   };
+  bool fungible_ = false;                        // the round is a fungible race
+  std::size_t next_task_ = 0;                    // the race's next index (or sample number)
   std::vector<Copy> copies_;                     // per worker
-  std::vector<std::vector<std::size_t>> queue_;  // per worker: unstarted task indices, in order
+  std::vector<std::vector<std::size_t>> queue_;  // per worker: unstarted quota tasks, in order
   std::vector<std::size_t> queue_head_;          // per worker: next index of queue_ to start
-  std::vector<std::size_t> task_copies_;         // per task: copies running now
-  std::vector<std::size_t> task_started_;        // per task: copies started this round
+  std::vector<std::size_t> task_copies_;         // per index: copies running now
+  std::vector<std::size_t> task_started_;        // per index: copies started this round
   std::vector<std::size_t> sequence_;            // per worker: copies started, to spot stale events
-  std::vector<unsigned char> has_share_;         // per worker: a_i > 0 this round
-  struct Event {  // a copy's finish; stale once its worker's sequence has moved on
-    double finish;
+  struct Event {  // a copy's end; stale once its worker's sequence has moved on
+    double at;
     std::size_t worker;
     std::size_t sequence;
+    bool restart;  // the copy reaches its restart budget rather than its end
   };
   std::vector<Event> events_;
   std::vector<BackupWorker> view_;
