@@ -1,4 +1,4 @@
-#include "ata/sim/time_model.hpp"
+#include "ata/models/time_model.hpp"
 
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
@@ -11,7 +11,7 @@
 #include "ata/core/error.hpp"
 #include "ata/core/worker_stats.hpp"
 
-using ata::sim::TimeModel;
+using ata::models::TimeModel;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
@@ -23,7 +23,7 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("each time model's samples match its mean and variance", "[sim][time_model]") {
+TEST_CASE("each time model's samples match its mean and variance", "[models][time_model]") {
   const std::vector<Case> cases{
       {"constant", TimeModel::constant(3.0)},
       {"exponential", TimeModel::exponential(2.0)},
@@ -40,7 +40,7 @@ TEST_CASE("each time model's samples match its mean and variance", "[sim][time_m
   constexpr int kSamples = 200000;
   for (const auto& c : cases) {
     INFO(c.label << ": " << c.model.describe());
-    ata::sim::Rng rng(2024, 7);
+    ata::models::Rng rng(2024, 7);
     ata::WorkerStats stats;  // add() throws on a negative or non-finite draw
     for (int s = 0; s < kSamples; ++s) stats.add(c.model.sample(rng));
     const double standard_error = std::sqrt(c.model.variance() / kSamples);
@@ -49,7 +49,7 @@ TEST_CASE("each time model's samples match its mean and variance", "[sim][time_m
   }
 }
 
-TEST_CASE("closed-form moments of the time models", "[sim][time_model]") {
+TEST_CASE("closed-form moments of the time models", "[models][time_model]") {
   CHECK(TimeModel::shifted_exponential(29.0, 29.0).mean() == 58.0);
   CHECK(TimeModel::gamma(2.0, 3.0).variance() == 18.0);
   CHECK(TimeModel::uniform(0.0, 6.0).variance() == 3.0);
@@ -62,11 +62,11 @@ TEST_CASE("closed-form moments of the time models", "[sim][time_model]") {
   CHECK(TimeModel::mixture({1, 1}, {TimeModel::constant(1), TimeModel::constant(3)}).scaled(2).mean() == Catch::Approx(4.0));
 }
 
-TEST_CASE("a seed and stream reproduce the same draws", "[sim][time_model]") {
+TEST_CASE("a seed and stream reproduce the same draws", "[models][time_model]") {
   const auto model = TimeModel::gamma(0.7, 2.0);
-  ata::sim::Rng a(5, 3);
-  ata::sim::Rng b(5, 3);
-  ata::sim::Rng other_stream(5, 4);
+  ata::models::Rng a(5, 3);
+  ata::models::Rng b(5, 3);
+  ata::models::Rng other_stream(5, 4);
   bool differs = false;
   for (int s = 0; s < 100; ++s) {
     const double x = model.sample(a);
@@ -76,7 +76,7 @@ TEST_CASE("a seed and stream reproduce the same draws", "[sim][time_model]") {
   CHECK(differs);
 }
 
-TEST_CASE("time models reject bad parameters, naming them", "[sim][time_model][errors]") {
+TEST_CASE("time models reject bad parameters, naming them", "[models][time_model][errors]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   REQUIRE_THROWS_WITH(TimeModel::constant(-1.0), ContainsSubstring("constant time") && ContainsSubstring("-1"));
   REQUIRE_THROWS_WITH(TimeModel::exponential(0.0), ContainsSubstring("exponential mean"));

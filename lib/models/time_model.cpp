@@ -1,4 +1,4 @@
-#include "ata/sim/time_model.hpp"
+#include "ata/models/time_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
 
-namespace ata::sim {
+namespace ata::models {
 
 namespace {
 
@@ -258,4 +258,4 @@ TimeModel TimeModel::scaled(double factor) const {
   return *this;  // unreachable: every kind returns above
 }
 
-}  // namespace ata::sim
+}  // namespace ata::models

@@ -6,16 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 
-namespace ata::sim {
+namespace ata::models {
 
 /// A task-time distribution. A small value type: copy it freely; sample() is const and
 /// thread-safe as long as each thread passes its own Rng.
 ///
 /// @code
-/// ata::sim::Rng rng(42);
-/// auto model = ata::sim::TimeModel::shifted_exponential(/*shift=*/29.0, /*mean=*/29.0);
+/// ata::models::Rng rng(42);
+/// auto model = ata::models::TimeModel::shifted_exponential(/*shift=*/29.0, /*mean=*/29.0);
 /// double t = model.sample(rng);   // >= 29, mean 58
 /// @endcode
 ///
@@ -77,4 +77,4 @@ class TimeModel {
   std::shared_ptr<const std::vector<TimeModel>> components_;
 };
 
-}  // namespace ata::sim
+}  // namespace ata::models

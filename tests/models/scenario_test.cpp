@@ -1,4 +1,4 @@
-#include "ata/sim/scenario.hpp"
+#include "ata/models/scenario.hpp"
 
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
@@ -15,33 +15,33 @@
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 
-TEST_CASE("paper presets have the paper's means", "[sim][scenario]") {
-  const auto cifar = ata::sim::make_preset("cifar", 51);
+TEST_CASE("paper presets have the paper's means", "[models][scenario]") {
+  const auto cifar = ata::models::make_preset("cifar", 51);
   CHECK(cifar.workers() == 51);
   CHECK(cifar.means().front() == Approx(58.0));
   CHECK(cifar.max_mean() == Approx(58.0 * 51));
-  const auto sqrt = ata::sim::make_preset("sqrt", 17);
+  const auto sqrt = ata::models::make_preset("sqrt", 17);
   CHECK(sqrt.means()[3] == Approx(58.0 * 2.0));  // i = 4
-  CHECK(ata::sim::make_preset("log", 3).means()[0] == Approx(58.0 * std::log(2.0)));
-  CHECK(ata::sim::make_preset("quadratic", 3).means()[2] == Approx(58.0 * 9.0));
-  const auto linear = ata::sim::make_preset("linear", 4).means();  // cifar is the linear law
+  CHECK(ata::models::make_preset("log", 3).means()[0] == Approx(58.0 * std::log(2.0)));
+  CHECK(ata::models::make_preset("quadratic", 3).means()[2] == Approx(58.0 * 9.0));
+  const auto linear = ata::models::make_preset("linear", 4).means();  // cifar is the linear law
   const auto cifar_means = cifar.means();
   CHECK(std::vector<double>(cifar_means.begin(), cifar_means.begin() + 4) == linear);
 
-  const auto mixture = ata::sim::make_preset("mixture", 10);
+  const auto mixture = ata::models::make_preset("mixture", 10);
   for (std::size_t i = 0; i < 5; ++i) CHECK(mixture.means()[i] == Approx(58.0));
   for (std::size_t i = 5; i < 10; ++i) CHECK(mixture.means()[i] == Approx(116.0));
   CHECK(mixture.models()[0].kind() != mixture.models()[1].kind());
 
-  const auto slowdown = ata::sim::make_preset("slowdown", 5, 100);
+  const auto slowdown = ata::models::make_preset("slowdown", 5, 100);
   REQUIRE(slowdown.changes().size() == 1);
   CHECK(slowdown.changes()[0].round == 100);
   CHECK(slowdown.changes()[0].worker == 0);
   CHECK(slowdown.changes()[0].model.mean() == Approx(10.0 * slowdown.means()[0]));
 }
 
-TEST_CASE("custom scenarios load from JSON", "[sim][scenario]") {
-  const auto s = ata::sim::parse_scenario(R"({
+TEST_CASE("custom scenarios load from JSON", "[models][scenario]") {
+  const auto s = ata::models::parse_scenario(R"({
     "name": "lab",
     "workers": [
       {"count": 3, "model": "exponential", "mean": 2.0},
@@ -62,16 +62,16 @@ TEST_CASE("custom scenarios load from JSON", "[sim][scenario]") {
 
   const auto path = std::filesystem::temp_directory_path() / "ata_scenario_test.json";
   std::ofstream(path) << R"({"workers": [{"model": "constant", "value": 1.5, "count": 2}]})";
-  const auto loaded = ata::sim::load_scenario(path.string());
+  const auto loaded = ata::models::load_scenario(path.string());
   CHECK(loaded.workers() == 2);
   CHECK(loaded.name() == path.string());
   std::filesystem::remove(path);
 }
 
-TEST_CASE("broken scenarios fail with the place and the reason", "[sim][scenario][errors]") {
+TEST_CASE("broken scenarios fail with the place and the reason", "[models][scenario][errors]") {
   const auto fails = [](const char* text, const char* expected) {
     INFO(text);
-    REQUIRE_THROWS_WITH(ata::sim::parse_scenario(text, "bad.json"),
+    REQUIRE_THROWS_WITH(ata::models::parse_scenario(text, "bad.json"),
                         ContainsSubstring("bad.json") && ContainsSubstring(expected));
   };
   fails("{", "invalid JSON");
@@ -98,11 +98,12 @@ TEST_CASE("broken scenarios fail with the place and the reason", "[sim][scenario
       R"({"workers": [{"model": "constant", "value": 1}], "changes": [{"worker": 0, "model": "constant", "value": 1}]})",
       "changes[0]: missing \"round\"");
 
-  REQUIRE_THROWS_WITH(ata::sim::load_scenario("/nonexistent/cluster.json"),
+  REQUIRE_THROWS_WITH(ata::models::load_scenario("/nonexistent/cluster.json"),
                       ContainsSubstring("cannot read scenario file '/nonexistent/cluster.json'"));
-  REQUIRE_THROWS_WITH(ata::sim::make_preset("cifar10", 5),
+  REQUIRE_THROWS_WITH(ata::models::make_preset("cifar10", 5),
                       ContainsSubstring("unknown scenario 'cifar10'") && ContainsSubstring("sqrt"));
-  REQUIRE_THROWS_WITH(ata::sim::make_preset("sqrt", 0), ContainsSubstring("at least one worker"));
+  REQUIRE_THROWS_WITH(ata::models::make_preset("sqrt", 0),
+                      ContainsSubstring("at least one worker"));
 }
 
 namespace {
@@ -124,7 +125,7 @@ std::string nested_mixture(std::size_t depth) {
 
 std::string message_of(std::string_view text) {
   try {
-    (void)ata::sim::parse_scenario(text, "bad.json");
+    (void)ata::models::parse_scenario(text, "bad.json");
   } catch (const ata::InvalidArgument& e) {
     return e.what();
   }
@@ -133,7 +134,7 @@ std::string message_of(std::string_view text) {
 
 }  // namespace
 
-TEST_CASE("scenario files cannot nest without bound", "[sim][scenario][errors]") {
+TEST_CASE("scenario files cannot nest without bound", "[models][scenario][errors]") {
   // 10^6 arrays (2 MB) and 10^5 mixtures (5 MB) used to overflow the stack; 10^4 mixtures took
   // 1.3 GB. The first pass stops at the 65th level, before any tree is built.
   const std::string arrays =
@@ -142,9 +143,9 @@ TEST_CASE("scenario files cannot nest without bound", "[sim][scenario][errors]")
                                      ContainsSubstring("workers[0][0][0]"));
   CHECK_THAT(message_of(nested_mixture(100'000)), ContainsSubstring("nested deeper than 64"));
   // Within the JSON limit, mixtures have their own.
-  CHECK_THAT(message_of(nested_mixture(ata::sim::kMaxMixtureDepth + 1)),
+  CHECK_THAT(message_of(nested_mixture(ata::models::kMaxMixtureDepth + 1)),
              ContainsSubstring("mixtures nested deeper than 16 levels"));
-  CHECK(ata::sim::parse_scenario(nested_mixture(ata::sim::kMaxMixtureDepth), "deep.json")
+  CHECK(ata::models::parse_scenario(nested_mixture(ata::models::kMaxMixtureDepth), "deep.json")
             .means()[0] == 1.0);
   // The limit itself: 64 levels parse (and then fail for what they are), 65 do not.
   CHECK_THAT(message_of(repeated("[", 64) + repeated("]", 64)),
@@ -154,7 +155,7 @@ TEST_CASE("scenario files cannot nest without bound", "[sim][scenario][errors]")
 }
 
 TEST_CASE("scenario files are read strictly: no key ignored, repeated or out of place",
-          "[sim][scenario][errors]") {
+          "[models][scenario][errors]") {
   const auto fails = [](const std::string& text, const std::string& expected) {
     INFO(text);
     CHECK_THAT(message_of(text), ContainsSubstring("bad.json") && ContainsSubstring(expected));
@@ -204,7 +205,7 @@ TEST_CASE("scenario files are read strictly: no key ignored, repeated or out of 
       R"({"workers": [{"model": "mixture", "components": [{"weight": 3, "model": "constant", "value": 1}]}]})",
       "\"weight\" must be in [0, 1], got 3");
   fails(R"({"workers": [{"model": "mixture", "components": []}]})", "non-empty array");
-  const auto thirds = ata::sim::parse_scenario(
+  const auto thirds = ata::models::parse_scenario(
       R"({"workers": [{"model": "mixture", "components": [{"weight": 0.333333, "model": "constant", "value": 3},
                                                          {"weight": 0.333333, "model": "constant", "value": 3},
                                                          {"weight": 0.333334, "model": "constant", "value": 3}]}]})",
@@ -217,7 +218,7 @@ TEST_CASE("scenario files are read strictly: no key ignored, repeated or out of 
       ContainsSubstring("got 0.666666"));
 }
 
-TEST_CASE("scenario sizes are bounded before anything is allocated", "[sim][scenario][errors]") {
+TEST_CASE("scenario sizes are bounded before anything is allocated", "[models][scenario][errors]") {
   CHECK_THAT(
       message_of(
           R"({"workers": [{"model": "constant", "value": 1, "count": 1000000000000000000}]})"),
@@ -226,10 +227,10 @@ TEST_CASE("scenario sizes are bounded before anything is allocated", "[sim][scen
   CHECK_THAT(message_of(R"({"workers": [{"model": "constant", "value": 1, "count": 60000},
                                         {"model": "constant", "value": 2, "count": 40001}]})"),
              ContainsSubstring("workers[1]: \"count\" 40001 makes more than 100000 workers"));
-  CHECK(ata::sim::parse_scenario(
+  CHECK(ata::models::parse_scenario(
             R"({"workers": [{"model": "constant", "value": 1, "count": 100000}]})", "max.json")
-            .workers() == ata::sim::Scenario::kMaxWorkers);
-  REQUIRE_THROWS_WITH(ata::sim::make_preset("sqrt", ata::sim::Scenario::kMaxWorkers + 1),
+            .workers() == ata::models::Scenario::kMaxWorkers);
+  REQUIRE_THROWS_WITH(ata::models::make_preset("sqrt", ata::models::Scenario::kMaxWorkers + 1),
                       ContainsSubstring("at most 100000 workers, got 100001"));
   CHECK_THAT(
       message_of(R"({"workers": [{"model": "constant", "value": 1,
@@ -237,7 +238,7 @@ TEST_CASE("scenario sizes are bounded before anything is allocated", "[sim][scen
       ContainsSubstring("workers[0]: outage probability must be in [0, 0.999], got 0.999999999"));
 }
 
-TEST_CASE("scenario errors quote input short and escaped", "[sim][scenario][errors]") {
+TEST_CASE("scenario errors quote input short and escaped", "[models][scenario][errors]") {
   const auto printable_and_short = [](const std::string& message) {
     INFO(message);
     CHECK(message.size() < 400);
@@ -263,13 +264,13 @@ TEST_CASE("scenario errors quote input short and escaped", "[sim][scenario][erro
                                  std::string(10'000, '\x01') + R"(": 1}]})"));
 }
 
-TEST_CASE("scenario files that cannot be read say why", "[sim][scenario][errors]") {
+TEST_CASE("scenario files that cannot be read say why", "[models][scenario][errors]") {
   const auto folder = std::filesystem::temp_directory_path();
   REQUIRE_THROWS_WITH(
-      ata::sim::load_scenario(folder.string()),
+      ata::models::load_scenario(folder.string()),
       ContainsSubstring("cannot read scenario file '" + folder.string() + "': it is a folder"));
-  REQUIRE_THROWS_WITH(ata::sim::load_scenario("/dev/zero"),
+  REQUIRE_THROWS_WITH(ata::models::load_scenario("/dev/zero"),
                       ContainsSubstring("'/dev/zero': larger than the limit of 16 MiB"));
-  REQUIRE_THROWS_WITH(ata::sim::load_scenario("/nonexistent/cluster.json"),
+  REQUIRE_THROWS_WITH(ata::models::load_scenario("/nonexistent/cluster.json"),
                       ContainsSubstring("'/nonexistent/cluster.json': No such file or directory"));
 }

@@ -1,4 +1,4 @@
-#include "ata/sim/scenario.hpp"
+#include "ata/models/scenario.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,9 +10,9 @@
 
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
-#include "sim/text_file.hpp"
+#include "models/text_file.hpp"
 
-namespace ata::sim {
+namespace ata::models {
 
 Scenario::Scenario(std::string name, std::vector<TimeModel> workers, std::vector<WorkerChange> changes)
     : name_(std::move(name)), models_(std::move(workers)), changes_(std::move(changes)) {
@@ -469,4 +469,4 @@ Scenario load_scenario(const std::string& path) {
   return parse_scenario(detail::read_text_file(path, kMaxScenarioFileBytes, "scenario file"), path);
 }
 
-}  // namespace ata::sim
+}  // namespace ata::models

@@ -1,9 +1,9 @@
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 
 #include <cmath>
 #include <numbers>
 
-namespace ata::sim {
+namespace ata::models {
 
 namespace {
 
@@ -29,4 +29,4 @@ double standard_normal(Rng& rng) noexcept {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-}  // namespace ata::sim
+}  // namespace ata::models

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// A simulated cluster: one task-time model per worker, the paper's presets, and custom
-/// scenarios from JSON files.
+/// A cluster described by its task times: one task-time model per worker, the paper's presets,
+/// and custom scenarios from JSON files. The simulator runs one in virtual time; the runtime
+/// (PoolOptions::from_scenario) slows real workers down to match one.
 
 #include <cstddef>
 #include <span>
@@ -9,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ata/sim/time_model.hpp"
+#include "ata/models/time_model.hpp"
 
-namespace ata::sim {
+namespace ata::models {
 
 /// From round `round` (1-based) on, `worker` draws its task times from `model`.
 struct WorkerChange {
@@ -23,7 +24,7 @@ struct WorkerChange {
 /// The workers of a simulated cluster.
 ///
 /// @code
-/// ata::sim::Scenario cifar = ata::sim::make_preset("cifar", 51);
+/// ata::models::Scenario cifar = ata::models::make_preset("cifar", 51);
 /// std::vector<double> mu = cifar.means();   // 58, 116, ..., 2958
 /// @endcode
 ///
@@ -111,4 +112,4 @@ inline constexpr std::size_t kMaxScenarioFileBytes = 16 << 20;  ///< load_scenar
 /// reason, if it cannot be read, is a folder, or is larger than kMaxScenarioFileBytes.
 [[nodiscard]] Scenario load_scenario(const std::string& path);
 
-}  // namespace ata::sim
+}  // namespace ata::models

@@ -1,4 +1,4 @@
-#include "sim/text_file.hpp"
+#include "models/text_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,12 +1,13 @@
 #pragma once
 /// @file
-/// The simulator's random numbers: a small, fast generator with independent streams, so each
-/// worker draws its own sequence and a seed reproduces a run bit for bit on any platform.
+/// The random numbers of the simulator and of the runtime's slowdowns: a small, fast generator
+/// with independent streams, so each worker draws its own sequence and a seed reproduces a run
+/// bit for bit on any platform.
 
 #include <cstdint>
 #include <limits>
 
-namespace ata::sim {
+namespace ata::models {
 
 /// xoshiro256** (Blackman and Vigna), seeded through SplitMix64. 32 bytes of state, so a
 /// simulator can give every worker its own stream: worker i's u-th task time is then the same
@@ -50,4 +51,4 @@ class Rng {
 /// A standard normal draw (Box-Muller; two uniforms per value).
 [[nodiscard]] double standard_normal(Rng& rng) noexcept;
 
-}  // namespace ata::sim
+}  // namespace ata::models
