@@ -106,7 +106,8 @@ class LeastSquaresProblem final : public FiniteSumProblem {
   void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const override;
 };
 
-/// The scalar root behind the logistic prox (DESIGN.md section 6): the unique t with
+/// The scalar root behind the logistic prox: the prox y of f_j(y) = ln(1 + exp(-c a'y)) (label
+/// c = +-1) is y = x + step c sigma(-t) a with t = c a'y, so t is the unique root of
 /// t = u + v sigma(-t), u = c a'x, v = step |a|^2 >= 0, found by Newton's method safeguarded by
 /// the bracket [u, u + v].
 [[nodiscard]] double logistic_prox_root(double u, double v);
