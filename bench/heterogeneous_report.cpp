@@ -93,16 +93,17 @@ ata::BackupOptions sim_backups(const std::string& name) {
 }
 
 // The preset, each worker's attempts hanging with probability `outage`.
-ata::sim::Scenario with_outage(const ata::sim::Scenario& base, double outage, double multiple) {
+ata::models::Scenario with_outage(const ata::models::Scenario& base, double outage,
+                                  double multiple) {
   if (outage <= 0.0) return base;
-  std::vector<ata::sim::TimeModel> models;
+  std::vector<ata::models::TimeModel> models;
   for (const auto& model : base.models()) {
-    models.push_back(ata::sim::TimeModel::outage(model, outage, multiple * model.mean()));
+    models.push_back(ata::models::TimeModel::outage(model, outage, multiple * model.mean()));
   }
-  return ata::sim::Scenario(base.name() + "+outage", std::move(models));
+  return ata::models::Scenario(base.name() + "+outage", std::move(models));
 }
 
-std::unique_ptr<ata::Policy> make(const std::string& name, const ata::sim::Scenario& seconds) {
+std::unique_ptr<ata::Policy> make(const std::string& name, const ata::models::Scenario& seconds) {
   ata::PolicyOptions options;
   options.alpha = seconds.max_mean();  // the paper's choice for ATA
   options.eta = 1.0;
@@ -112,12 +113,13 @@ std::unique_ptr<ata::Policy> make(const std::string& name, const ata::sim::Scena
 
 // One strategy on lanes of its own.
 struct ThreadRun {
-  ThreadRun(const Config& c, const ata::sim::Scenario& scenario, const std::string& name,
+  ThreadRun(const Config& c, const ata::models::Scenario& scenario, const std::string& name,
             const std::string& backups, std::chrono::nanoseconds unit)
       : host(c.lanes, ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed)),
         policy(make(name, scenario.scaled(Seconds(unit).count()))),
-        scheduler(host.lanes(), *policy,
-                  ata::runtime::SchedulerOptions{}.set_backups(ata::runtime::parse_backups(backups))) {}
+        scheduler(
+            host.lanes(), *policy,
+            ata::runtime::SchedulerOptions{}.set_backups(ata::runtime::parse_backups(backups))) {}
   LaneHost host;
   std::unique_ptr<ata::Policy> policy;
   ata::runtime::BatchScheduler scheduler;
@@ -127,7 +129,7 @@ struct ThreadRun {
 // Each (strategy, backups) on its own pool, round k of each before round k + 1 of any: the
 // machine's load (2 cores shared with builds) drifts over a run, and interleaving the rounds
 // lets the drift fall on every strategy alike.
-std::vector<Totals> run_threads(const Config& c, const ata::sim::Scenario& scenario,
+std::vector<Totals> run_threads(const Config& c, const ata::models::Scenario& scenario,
                                 const std::vector<std::pair<std::string, std::string>>& runs) {
   const auto unit = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::micro>(c.unit_us));
@@ -154,7 +156,7 @@ std::vector<Totals> run_threads(const Config& c, const ata::sim::Scenario& scena
   return totals;
 }
 
-Totals run_virtual(const Config& c, const ata::sim::Scenario& seconds, const std::string& name,
+Totals run_virtual(const Config& c, const ata::models::Scenario& seconds, const std::string& name,
                    const std::string& backups) {
   auto policy = make(name, seconds);
   ata::sim::Simulation simulation(seconds, *policy, c.batch, c.seed, sim_backups(backups));
@@ -175,7 +177,7 @@ int main(int argc, char** argv) {
   Config c;
   CLI::App app{
       "ata_bench_heterogeneous: strategies on sleeping heterogeneous threads vs virtual time"};
-  app.add_option("--preset", c.preset, "simulator preset (ata::sim::preset_names())");
+  app.add_option("--preset", c.preset, "simulator preset (ata::models::preset_names())");
   app.add_option("--workers", c.workers, "n")->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "B")->check(CLI::PositiveNumber);
   app.add_option("--rounds", c.rounds, "rounds per strategy")->check(CLI::PositiveNumber);
@@ -196,7 +198,7 @@ int main(int argc, char** argv) {
 
   try {
     const auto scenario =
-        with_outage(ata::sim::make_preset(c.preset, c.workers), c.outage, c.timeout_multiple);
+        with_outage(ata::models::make_preset(c.preset, c.workers), c.outage, c.timeout_multiple);
     const auto seconds = scenario.scaled(c.unit_us * 1e-6);
     std::printf(
         "preset %s, n = %zu, B = %zu, %zu rounds, 1 unit = %g us, seed %llu, outage %g "

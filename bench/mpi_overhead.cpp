@@ -16,10 +16,10 @@
 #include <string>
 
 #include "ata/core/ata_policy.hpp"
+#include "ata/models/scenario.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
 #include "ata/runtime/worker_pool.hpp"
-#include "ata/sim/scenario.hpp"
 
 namespace {
 
@@ -33,7 +33,7 @@ double seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double
 
 ata::runtime::PoolOptions cluster(std::size_t workers, const std::string& preset, double unit_us) {
   auto options = ata::runtime::PoolOptions::from_scenario(
-      ata::sim::make_preset(preset, workers),
+      ata::models::make_preset(preset, workers),
       std::chrono::nanoseconds(static_cast<long long>(unit_us * 1000.0)));
   options.set_seed(11);
   return options;

@@ -60,11 +60,11 @@ struct Request {
 };
 
 // A preset of c.workers workers, or a scenario file (a name with a '/' or a '.').
-ata::sim::Scenario workers_of(const Config& c) {
+ata::models::Scenario workers_of(const Config& c) {
   if (c.preset.find_first_of("/.") == std::string::npos) {
-    return ata::sim::make_preset(c.preset, c.workers);
+    return ata::models::make_preset(c.preset, c.workers);
   }
-  return ata::sim::load_scenario(c.preset);
+  return ata::models::load_scenario(c.preset);
 }
 
 class QueueSimulation {
@@ -95,20 +95,20 @@ class QueueSimulation {
   }
 
   void run() {
-    ata::sim::Rng arrivals(c_.seed, n_ + 1);
+    ata::models::Rng arrivals(c_.seed, n_ + 1);
     double now = 0.0;
     for (std::size_t r = 0; r < c_.requests; ++r) {
-      now += -std::log1p(-ata::sim::uniform01(arrivals)) / rate_;
+      now += -std::log1p(-ata::models::uniform01(arrivals)) / rate_;
       events_.emplace(now, kArrival, r);
     }
-    ata::sim::Rng sizes(c_.seed, n_ + 2);
+    ata::models::Rng sizes(c_.seed, n_ + 2);
     while (!events_.empty()) {
       const auto [time, kind, id] = events_.top();
       events_.pop();
       account(time);
       if (kind == kArrival) {
         const auto spread = static_cast<double>(c_.samples_max - c_.samples + 1);
-        arrive(time, c_.samples + static_cast<std::size_t>(ata::sim::uniform01(sizes) * spread));
+        arrive(time, c_.samples + static_cast<std::size_t>(ata::models::uniform01(sizes) * spread));
       } else {
         end_task(time, id);
       }
@@ -349,12 +349,12 @@ class QueueSimulation {
   }
 
   const Config c_;
-  const ata::sim::Scenario scenario_;
+  const ata::models::Scenario scenario_;
   const std::size_t n_;
   std::unique_ptr<ata::Policy> policy_;
   bool pull_ = false;
   double rate_ = 0.0;
-  std::vector<ata::sim::Rng> worker_rngs_;
+  std::vector<ata::models::Rng> worker_rngs_;
   std::vector<Request> requests_;
   std::vector<std::deque<std::size_t>> queue_;  // allocated: each worker's tasks, by request
   std::deque<std::size_t> pulled_;              // pull: requests with tasks not handed out

@@ -6,13 +6,13 @@
 #include <string>
 
 #include "ata/core/make_policy.hpp"
-#include "ata/sim/scenario.hpp"
+#include "ata/models/scenario.hpp"
 #include "ata/sim/simulation.hpp"
 
 namespace {
 
 void BM_SimulatedRound(benchmark::State& state, const std::string& strategy, std::size_t workers) {
-  const auto scenario = ata::sim::make_preset("sqrt", workers);
+  const auto scenario = ata::models::make_preset("sqrt", workers);
   ata::PolicyOptions options;
   options.alpha = scenario.max_mean();
   options.means = scenario.means();

@@ -1,4 +1,6 @@
-# Installs the library with an exported CMake package: find_package(ata CONFIG) + ata::ata.
+# Installs the library with an exported CMake package: find_package(ata CONFIG) + ata::ata,
+# and, when the MPI back-end was built, its component: find_package(ata CONFIG COMPONENTS mpi)
+# + ata::mpi.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -10,6 +12,15 @@ install(TARGETS ata EXPORT ataTargets
         INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/ata" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 install(EXPORT ataTargets NAMESPACE ata:: DESTINATION "${ATA_CMAKE_DIR}")
+
+# ata::mpi in an export set of its own, so that ataConfig.cmake imports it (and looks for MPI)
+# only for a consumer that asks for the component.
+if(TARGET ata_mpi)
+  install(TARGETS ata_mpi EXPORT ataMpiTargets
+          ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+  install(EXPORT ataMpiTargets NAMESPACE ata:: DESTINATION "${ATA_CMAKE_DIR}")
+endif()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/ataConfig.cmake.in"
                               "${PROJECT_BINARY_DIR}/ataConfig.cmake"

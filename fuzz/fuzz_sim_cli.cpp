@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ata/core/make_policy.hpp"
-#include "ata/sim/scenario.hpp"
+#include "ata/models/scenario.hpp"
 #include "command_line.hpp"
 #include "fuzz_support.hpp"
 #include "sim_options.hpp"
@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   using namespace ata::apps;
   const SimOptions& o = parsed->options;
-  constexpr double kMaxWorkers = static_cast<double>(ata::sim::Scenario::kMaxWorkers);
+  constexpr double kMaxWorkers = static_cast<double>(ata::models::Scenario::kMaxWorkers);
   if (o.scenario.empty()) finding("empty --scenario accepted");
   check_limit("--workers", static_cast<double>(o.workers), 0, kMaxWorkers);
   check_limit("--batch", static_cast<double>(o.batch), 1, static_cast<double>(kMaxSimBatch));

@@ -70,7 +70,7 @@ std::string sibling_server() {
 int single_run(const Options& o) {
   if (o.port == 0) throw ata::apps::UsageError("--port is required (the port ata-serve printed)");
   const std::string address = ata::service::loopback_address(o.host);
-  ata::sim::Rng rng(o.seed, 0);
+  ata::models::Rng rng(o.seed, 0);
   ata::service::OpenLoopPlan plan;
   plan.host = address;
   plan.port = static_cast<std::uint16_t>(o.port);

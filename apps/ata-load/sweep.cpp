@@ -218,7 +218,7 @@ SweepResult run_sweep(const SweepConfig& c,
       }
       // One unit-rate Poisson process, its times divided by the rate: every strategy gets the
       // same arrivals at a load, and a higher load offers every arrival of a lower one.
-      sim::Rng rng(c.seed, kArrivalStream);
+      models::Rng rng(c.seed, kArrivalStream);
       auto arrivals = service::poisson_arrivals(1.0, offered * c.point_seconds, 0, rng);
       for (double& t : arrivals) t /= offered;
       const auto run = service::run_open_loop(plan_for(c, server.port(), std::move(arrivals)));

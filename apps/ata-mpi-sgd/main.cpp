@@ -177,9 +177,9 @@ int worker_main(int argc, char** argv) {
   }
   const std::uint64_t seed = config->seed;
   tasks.add(kGradient, [&](const mpi::TaskInput& in) {
-    // Task j of round k draws as on threads: sim::Rng(seed + k, j).
+    // Task j of round k draws as on threads: models::Rng(seed + k, j).
     const auto x = mpi::read_doubles(in.input);
-    sim::Rng rng(seed + in.round, in.task);
+    models::Rng rng(seed + in.round, in.task);
     std::vector<double> g(problem->dim());
     problem->stochastic_gradient(x, rng, g);
     return mpi::to_bytes(g);

@@ -128,7 +128,7 @@ std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std:
 }
 
 // Refuses a run that would take hours, and warns about one that takes a while.
-void check_work(const Options& o, const ata::sim::Scenario& scenario) {
+void check_work(const Options& o, const ata::models::Scenario& scenario) {
   const double draws = ata::apps::estimated_draws(o, scenario.workers());
   const std::string what = "about " + ata::apps::general(draws, 2) + " task-time draws (--batch " +
                            std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) +

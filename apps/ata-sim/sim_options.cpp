@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ata/sim/scenario.hpp"
+#include "ata/models/scenario.hpp"
 
 namespace ata::apps {
 
@@ -13,13 +13,13 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       "ata-sim: compare task allocation strategies on a simulated cluster, in virtual time"};
   app.option_defaults()->always_capture_default();
   std::string presets;
-  for (const auto p : sim::preset_names()) {
+  for (const auto p : models::preset_names()) {
     presets += (presets.empty() ? "" : ", ") + std::string(p);
   }
   app.add_option("--scenario", o.scenario, "preset (" + presets + ") or a JSON scenario file")
       ->check(kNonEmpty);
   app.add_option("--workers", o.workers, "number of workers n for a preset (default 51)")
-      ->transform(whole_number(1, sim::Scenario::kMaxWorkers));
+      ->transform(whole_number(1, models::Scenario::kMaxWorkers));
   app.add_option("--batch", o.batch, "tasks per round B")->transform(whole_number(1, kMaxSimBatch));
   app.add_option("--rounds", o.rounds, "rounds K")->transform(whole_number(1, kMaxSimRounds));
   app.add_option("--seed", o.seed,

@@ -23,8 +23,8 @@
 
 #include "ata/core/make_policy.hpp"
 #include "core/checks.hpp"
+#include "models/text_file.hpp"
 #include "plot_script.hpp"  // generated: kPlotScript, the text of plot.py
-#include "sim/text_file.hpp"
 
 extern char** environ;
 
@@ -180,18 +180,18 @@ std::vector<std::string> strategies_with_yardsticks(const std::string& list,
   return names;
 }
 
-sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
-                                 std::size_t default_workers, std::size_t change_round) {
-  for (const auto name : sim::preset_names()) {
+models::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
+                                    std::size_t default_workers, std::size_t change_round) {
+  for (const auto name : models::preset_names()) {
     if (scenario == name) {
-      return sim::make_preset(name, workers ? workers : default_workers, change_round);
+      return models::make_preset(name, workers ? workers : default_workers, change_round);
     }
   }
   if (std::error_code ignored; scenario.find_first_of("/.") == std::string::npos &&
                                !std::filesystem::exists(scenario, ignored)) {
-    return sim::make_preset(scenario, 1);  // throws: unknown scenario, listing the presets
+    return models::make_preset(scenario, 1);  // throws: unknown scenario, listing the presets
   }
-  auto loaded = sim::load_scenario(scenario);
+  auto loaded = models::load_scenario(scenario);
   if (workers != 0 && workers != loaded.workers()) {
     throw InvalidArgument("--workers " + std::to_string(workers) + " disagrees with the " +
                           std::to_string(loaded.workers()) + " workers of " + scenario);

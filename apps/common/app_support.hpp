@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "ata/core/error.hpp"
-#include "ata/sim/scenario.hpp"
+#include "ata/models/scenario.hpp"
 
 namespace ata::apps {
 
@@ -87,9 +87,9 @@ extern const CLI::Validator kNonEmpty;
 /// "slowdown" strikes at `change_round`, or a JSON file, whose worker count `workers` (when not
 /// 0) must match. A name with a '/' or a '.', or an existing file's, is a file. Throws
 /// ata::InvalidArgument naming the flag, the file and the problem.
-[[nodiscard]] sim::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
-                                               std::size_t default_workers,
-                                               std::size_t change_round);
+[[nodiscard]] models::Scenario scenario_from_flag(const std::string& scenario, std::size_t workers,
+                                                  std::size_t default_workers,
+                                                  std::size_t change_round);
 
 /// The most memory the apps let one structure of a run take (a dataset, a matrix, one round's
 /// results), checked before allocating it: 1 GiB.

@@ -7,9 +7,9 @@
 
 #include "app_support.hpp"
 #include "ata/core/error.hpp"
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 #include "core/checks.hpp"
-#include "sim/text_file.hpp"
+#include "models/text_file.hpp"
 
 namespace ata::ml {
 
@@ -147,7 +147,7 @@ void scale_columns(Dataset& data) {
 
 namespace {
 
-Dataset gaussian_features(std::size_t rows, std::size_t cols, sim::Rng& rng) {
+Dataset gaussian_features(std::size_t rows, std::size_t cols, models::Rng& rng) {
   apps::require_memory(
       "synthetic data of " + std::to_string(rows) + " rows x " + std::to_string(cols) + " features",
       {rows, cols, sizeof(double)}, " (lower --rows or --cols)");
@@ -155,14 +155,14 @@ Dataset gaussian_features(std::size_t rows, std::size_t cols, sim::Rng& rng) {
   data.rows = rows;
   data.cols = cols;
   data.features.resize(rows * cols);
-  for (double& v : data.features) v = sim::standard_normal(rng);
+  for (double& v : data.features) v = models::standard_normal(rng);
   data.targets.resize(rows);
   return data;
 }
 
-std::vector<double> random_direction(std::size_t cols, sim::Rng& rng) {
+std::vector<double> random_direction(std::size_t cols, models::Rng& rng) {
   std::vector<double> w(cols);
-  for (double& v : w) v = sim::standard_normal(rng);
+  for (double& v : w) v = models::standard_normal(rng);
   return w;
 }
 
@@ -175,21 +175,22 @@ double dot(std::span<const double> a, std::span<const double> b) {
 }  // namespace
 
 Dataset make_classification(std::size_t rows, std::size_t cols, std::uint64_t seed) {
-  sim::Rng rng(seed, 0xda7a);
+  models::Rng rng(seed, 0xda7a);
   Dataset data = gaussian_features(rows, cols, rng);
   const auto w = random_direction(cols, rng);
   for (std::size_t i = 0; i < rows; ++i) {
     const double label = dot(data.row(i), w) >= 0.0 ? 1.0 : -1.0;
-    data.targets[i] = sim::uniform01(rng) < 0.1 ? -label : label;
+    data.targets[i] = models::uniform01(rng) < 0.1 ? -label : label;
   }
   return data;
 }
 
 Dataset make_regression(std::size_t rows, std::size_t cols, std::uint64_t seed) {
-  sim::Rng rng(seed, 0x7e9);
+  models::Rng rng(seed, 0x7e9);
   Dataset data = gaussian_features(rows, cols, rng);
   const auto w = random_direction(cols, rng);
-  for (std::size_t i = 0; i < rows; ++i) data.targets[i] = dot(data.row(i), w) + 0.1 * sim::standard_normal(rng);
+  for (std::size_t i = 0; i < rows; ++i)
+    data.targets[i] = dot(data.row(i), w) + 0.1 * models::standard_normal(rng);
   return data;
 }
 

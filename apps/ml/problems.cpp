@@ -48,13 +48,14 @@ std::vector<double> solve_spd(std::vector<double> m, std::vector<double> r) {
   return r;
 }
 
-std::size_t draw_index(sim::Rng& rng, std::size_t count) {
-  return static_cast<std::size_t>(sim::uniform01(rng) * static_cast<double>(count));
+std::size_t draw_index(models::Rng& rng, std::size_t count) {
+  return static_cast<std::size_t>(models::uniform01(rng) * static_cast<double>(count));
 }
 
 }  // namespace
 
-void Problem::stochastic_prox(std::span<const double>, double, sim::Rng&, std::span<double>) const {
+void Problem::stochastic_prox(std::span<const double>, double, models::Rng&,
+                              std::span<double>) const {
   throw Error("problem '" + describe() + "' has no stochastic prox");
 }
 
@@ -95,9 +96,10 @@ double QuadraticProblem::loss(std::span<const double> x) const {
   return 0.5 * quadratic + 0.25 * x[0];
 }
 
-void QuadraticProblem::stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const {
+void QuadraticProblem::stochastic_gradient(std::span<const double> x, models::Rng& rng,
+                                           std::span<double> out) const {
   for (std::size_t j = 0; j < dim_; ++j) {
-    out[j] = tridiagonal_row(x, j) + (j == 0 ? 0.25 : 0.0) + noise_ * sim::standard_normal(rng);
+    out[j] = tridiagonal_row(x, j) + (j == 0 ? 0.25 : 0.0) + noise_ * models::standard_normal(rng);
   }
 }
 
@@ -124,11 +126,12 @@ double FiniteSumProblem::loss(std::span<const double> x) const {
   return total / static_cast<double>(data_.rows);
 }
 
-void FiniteSumProblem::stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const {
+void FiniteSumProblem::stochastic_gradient(std::span<const double> x, models::Rng& rng,
+                                           std::span<double> out) const {
   sample_gradient(draw_index(rng, data_.rows), x, out);
 }
 
-void FiniteSumProblem::stochastic_prox(std::span<const double> x, double step, sim::Rng& rng,
+void FiniteSumProblem::stochastic_prox(std::span<const double> x, double step, models::Rng& rng,
                                        std::span<double> out) const {
   sample_prox(draw_index(rng, data_.rows), x, step, out);
 }

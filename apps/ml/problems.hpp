@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 #include "dataset.hpp"
 
 namespace ata::ml {
@@ -26,10 +26,12 @@ class Problem {
   /// min_x f(x), computed to machine precision when the problem is built.
   [[nodiscard]] double optimal_loss() const noexcept { return optimal_loss_; }
   /// One stochastic gradient at x into `out` (size dim()).
-  virtual void stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const = 0;
+  virtual void stochastic_gradient(std::span<const double> x, models::Rng& rng,
+                                   std::span<double> out) const = 0;
   /// prox_{step f_j}(x) = argmin_y f_j(y) + |y - x|^2 / (2 step) for one sampled j.
   /// Throws ata::Error for problems without a prox (has_prox() false).
-  virtual void stochastic_prox(std::span<const double> x, double step, sim::Rng& rng, std::span<double> out) const;
+  virtual void stochastic_prox(std::span<const double> x, double step, models::Rng& rng,
+                               std::span<double> out) const;
   [[nodiscard]] virtual bool has_prox() const noexcept { return false; }
 
  protected:
@@ -45,7 +47,8 @@ class QuadraticProblem final : public Problem {
   [[nodiscard]] std::size_t dim() const override { return dim_; }
   [[nodiscard]] std::vector<double> initial_point() const override;
   [[nodiscard]] double loss(std::span<const double> x) const override;
-  void stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const override;
+  void stochastic_gradient(std::span<const double> x, models::Rng& rng,
+                           std::span<double> out) const override;
 
  private:
   std::size_t dim_;
@@ -55,8 +58,10 @@ class QuadraticProblem final : public Problem {
 /// A finite sum over a dataset, f = mean_j f_j: a task samples j uniformly.
 class FiniteSumProblem : public Problem {
  public:
-  void stochastic_gradient(std::span<const double> x, sim::Rng& rng, std::span<double> out) const final;
-  void stochastic_prox(std::span<const double> x, double step, sim::Rng& rng, std::span<double> out) const final;
+  void stochastic_gradient(std::span<const double> x, models::Rng& rng,
+                           std::span<double> out) const final;
+  void stochastic_prox(std::span<const double> x, double step, models::Rng& rng,
+                       std::span<double> out) const final;
   [[nodiscard]] bool has_prox() const noexcept final { return true; }
   [[nodiscard]] std::size_t dim() const final { return data_.cols; }
   [[nodiscard]] std::string describe() const final;
@@ -101,7 +106,8 @@ class LeastSquaresProblem final : public FiniteSumProblem {
   void sample_prox(std::size_t j, std::span<const double> x, double step, std::span<double> out) const override;
 };
 
-/// The scalar root behind the logistic prox (DESIGN.md section 6): the unique t with
+/// The scalar root behind the logistic prox: the prox y of f_j(y) = ln(1 + exp(-c a'y)) (label
+/// c = +-1) is y = x + step c sigma(-t) a with t = c a'y, so t is the unique root of
 /// t = u + v sigma(-t), u = c a'x, v = step |a|^2 >= 0, found by Newton's method safeguarded by
 /// the bracket [u, u + v].
 [[nodiscard]] double logistic_prox_root(double u, double v);

@@ -33,7 +33,7 @@ void check_settings(const Problem& problem, const TrainingConfig& config) {
 
 // One task of the training: a stochastic gradient or prox at x, its sample drawn from rng.
 std::vector<double> training_task(const Problem& problem, const TrainingConfig& config,
-                                  std::span<const double> x, sim::Rng& rng) {
+                                  std::span<const double> x, models::Rng& rng) {
   std::vector<double> out(problem.dim());
   if (config.method == Method::sgd) {
     problem.stochastic_gradient(x, rng, out);
@@ -85,7 +85,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   for (std::size_t k = 1; k <= config.max_rounds; ++k) {
     const std::uint64_t round_seed = config.seed + k;
     auto [results, report] = scheduler.run(config.batch, [&](const runtime::TaskContext& ctx) {
-      sim::Rng rng(round_seed, ctx.task());
+      models::Rng rng(round_seed, ctx.task());
       return training_task(problem, config, x, rng);
     });
     std::fill(mean.begin(), mean.end(), 0.0);
@@ -139,7 +139,7 @@ std::vector<double> calibrate_means(const Problem& problem, const TrainingConfig
     const std::size_t r = std::min(per_batch, tasks_per_worker - done);
     const std::size_t first = done * n;
     scheduler.run(r * n, [&](const runtime::TaskContext& ctx) {
-      sim::Rng rng(config.seed, first + ctx.task());
+      models::Rng rng(config.seed, first + ctx.task());
       (void)training_task(problem, config, x, rng);
     });
     done += r;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ata/core/make_policy.hpp"
+#include "ata/models/scenario.hpp"
 #include "ata/runtime/batch_options.hpp"
-#include "ata/sim/scenario.hpp"
 #include "problems.hpp"
 
 namespace ata::ml {
@@ -35,7 +35,7 @@ enum class Method {
 
 struct TrainingConfig {
   Method method = Method::sgd;
-  sim::Scenario scenario = sim::make_preset("sqrt", 17);
+  models::Scenario scenario = models::make_preset("sqrt", 17);
   std::chrono::nanoseconds unit = std::chrono::microseconds(20);  ///< one model unit of delay
   bool burn = false;  ///< spin instead of sleeping the delays
   std::size_t batch = 23;
@@ -79,7 +79,7 @@ struct TrainingRun {
 
 /// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,
 /// scenario, CPUs and work factors).
-/// Task j of round k draws its sample from sim::Rng(seed + k, j), so allocated and pull
+/// Task j of round k draws its sample from models::Rng(seed + k, j), so allocated and pull
 /// strategies follow the same iterates. `progress` (optional) gets the rounds done.
 /// Throws ata::InvalidArgument for bad settings, and ata::Error when the worker threads cannot
 /// be started or pinned, or the training diverges (f(x) - f* no longer finite: the step is too
@@ -93,7 +93,7 @@ struct TrainingRun {
 
 /// Each worker's mean task time measured on the machine, in seconds, for OFTA when no scenario
 /// knows it (real shares of cores, work factors). Every worker runs `tasks_per_worker` tasks
-/// of the training (at the initial point, task j drawing from sim::Rng(config.seed, j)), all
+/// of the training (at the initial point, task j drawing from models::Rng(config.seed, j)), all
 /// workers at once as in a round, on fresh lanes built as train() builds them: a worker that
 /// shares its core with others is measured sharing it. Throws as train(), and
 /// ata::InvalidArgument for tasks_per_worker = 0.

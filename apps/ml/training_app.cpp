@@ -31,12 +31,12 @@ void check_round_memory(const Options& o, std::size_t dim, const std::string& wh
                        {o.batch, dim, sizeof(double)}, "; lower --batch");
 }
 
-sim::Scenario load_scenario(const TrainingOptions& o) {
+models::Scenario load_scenario(const TrainingOptions& o) {
   if (o.scenario == kNoScenario) {
     // Only the worker count: the workers run their tasks without simulated delay.
     const std::size_t n = o.workers != 0 ? o.workers : kDefaultTrainingWorkers;
-    return sim::Scenario(kNoScenario,
-                         std::vector<sim::TimeModel>(n, sim::TimeModel::constant(0.0)));
+    return models::Scenario(kNoScenario,
+                            std::vector<models::TimeModel>(n, models::TimeModel::constant(0.0)));
   }
   auto scenario = apps::scenario_from_flag(o.scenario, o.workers, kDefaultTrainingWorkers,
                                            std::max<std::size_t>(1, o.rounds / 2));

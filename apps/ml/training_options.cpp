@@ -10,7 +10,7 @@ namespace ata::ml {
 namespace {
 
 bool is_preset(const std::string& name) {
-  const auto presets = sim::preset_names();
+  const auto presets = models::preset_names();
   return std::find(presets.begin(), presets.end(), name) != presets.end();
 }
 

@@ -330,10 +330,10 @@ asio::awaitable<std::optional<Response>> HttpServer::Impl::estimate(std::shared_
   if (grace_over) co_return error_response(503, version, "the server is shutting down");
   const auto& wanted = std::get<EstimateRequest>(parsed);
   const std::uint64_t seed =
-      wanted.seed ? *wanted.seed : sim::Rng(config.seed, unseeded_requests.fetch_add(1))();
+      wanted.seed ? *wanted.seed : models::Rng(config.seed, unseeded_requests.fetch_add(1))();
   auto task = [option = config.option, draws = config.draws,
                seed](const runtime::TaskContext& ctx) {
-    sim::Rng rng(seed, ctx.task());
+    models::Rng rng(seed, ctx.task());
     return price_paths(option, draws, rng, ctx.stop_token());
   };
 

@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "ata/core/error.hpp"
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 
 namespace ata::service {
 
@@ -52,7 +52,7 @@ class OpenLoop {
         endpoint_(loopback_endpoint(plan.host, plan.port)),
         host_header_(describe(plan.host, plan.port)),
         outcomes_(plan.arrivals.size()) {
-    sim::Rng rng(plan.seed, 1);
+    models::Rng rng(plan.seed, 1);
     const std::size_t choices = plan.samples_max - plan.samples_min + 1;
     for (auto& outcome : outcomes_) outcome.samples = plan.samples_min + rng() % choices;
   }
@@ -164,7 +164,7 @@ class OpenLoop {
         co_return;
       }
     }
-    const nlohmann::json body{{"samples", o.samples}, {"seed", sim::Rng(plan_.seed, 2 + k)()}};
+    const nlohmann::json body{{"samples", o.samples}, {"seed", models::Rng(plan_.seed, 2 + k)()}};
     http::request<http::string_body> request{http::verb::post, "/estimate", 11};
     request.set(http::field::host, host_header_);
     request.set(http::field::content_type, "application/json");

@@ -10,7 +10,7 @@
 namespace ata::service {
 
 std::vector<double> poisson_arrivals(double rate, double duration, std::size_t max_requests,
-                                     sim::Rng& rng) {
+                                     models::Rng& rng) {
   if (!(rate > 0.0) || !std::isfinite(rate)) {
     throw InvalidArgument("arrival rate must be finite and > 0, got " + std::to_string(rate));
   }
@@ -31,7 +31,7 @@ std::vector<double> poisson_arrivals(double rate, double duration, std::size_t m
   arrivals.reserve(std::min(bound, static_cast<std::size_t>(rate * duration * 1.1) + 16));
   double t = 0.0;
   while (arrivals.size() < bound) {
-    t += -std::log1p(-sim::uniform01(rng)) / rate;  // Exp(rate): uniform01 < 1, so finite
+    t += -std::log1p(-models::uniform01(rng)) / rate;  // Exp(rate): uniform01 < 1, so finite
     if (t >= duration) break;
     arrivals.push_back(t);
   }

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 
 namespace ata::service {
 
@@ -18,7 +18,7 @@ constexpr std::size_t kMostArrivals = 10'000'000;
 /// ata::InvalidArgument for a rate or duration that is not finite and > 0, or when
 /// rate * duration or max_requests is above kMostArrivals.
 [[nodiscard]] std::vector<double> poisson_arrivals(double rate, double duration,
-                                                   std::size_t max_requests, sim::Rng& rng);
+                                                   std::size_t max_requests, models::Rng& rng);
 
 /// The q-quantile of ascending `sorted` values by the nearest-rank method: the smallest value
 /// v such that at least q * n values are <= v (q = 0 gives the minimum). Throws

@@ -23,7 +23,7 @@ double black_scholes_price(const EuropeanCall& o) {
   return o.spot * normal_cdf(d1) - o.strike * std::exp(-o.rate * o.maturity) * normal_cdf(d2);
 }
 
-PricingPart price_paths(const EuropeanCall& o, std::size_t draws, sim::Rng& rng,
+PricingPart price_paths(const EuropeanCall& o, std::size_t draws, models::Rng& rng,
                         const std::stop_token& stop) {
   const double drift = (o.rate - 0.5 * o.volatility * o.volatility) * o.maturity;
   const double diffusion = o.volatility * std::sqrt(o.maturity);
@@ -31,7 +31,7 @@ PricingPart price_paths(const EuropeanCall& o, std::size_t draws, sim::Rng& rng,
   PricingPart part;
   for (std::size_t u = 0; u < draws; ++u) {
     if (u % kDrawsBetweenStopChecks == 0 && stop.stop_requested()) break;
-    const double terminal = o.spot * std::exp(drift + diffusion * sim::standard_normal(rng));
+    const double terminal = o.spot * std::exp(drift + diffusion * models::standard_normal(rng));
     const double payoff = discount * std::max(terminal - o.strike, 0.0);
     part.sum += payoff;
     part.sum_squares += payoff * payoff;

@@ -7,7 +7,7 @@
 #include <span>
 #include <stop_token>
 
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 
 namespace ata::service {
 
@@ -32,8 +32,8 @@ struct PricingPart {
 
 /// Draws `draws` terminal prices from `rng` and sums the discounted payoffs. Returns early,
 /// with fewer draws, once `stop` is requested (the part is then discarded anyway).
-[[nodiscard]] PricingPart price_paths(const EuropeanCall& option, std::size_t draws, sim::Rng& rng,
-                                      const std::stop_token& stop = {});
+[[nodiscard]] PricingPart price_paths(const EuropeanCall& option, std::size_t draws,
+                                      models::Rng& rng, const std::stop_token& stop = {});
 
 /// The pooled estimate of several parts.
 struct PricingEstimate {

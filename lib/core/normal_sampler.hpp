@@ -1,6 +1,6 @@
 #pragma once
 // The core's own random numbers, for ata-auto's posterior draws: the core must not depend on the
-// simulator's generator (layers depend only downwards). The whole generator is one 64-bit word
+// models' generator, ata::models::Rng (layers depend only downwards). The whole generator is one 64-bit word
 // the caller owns, so a policy needs no extra allocation, and a seed gives the same draws on
 // every platform with IEEE doubles.
 

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "ata/core/error.hpp"
+#include "ata/models/random.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
-#include "ata/sim/random.hpp"
 #include "wire.hpp"
 
 namespace ata::mpi {
@@ -115,7 +115,7 @@ class Worker {
   MPI_Comm comm_;
   const TaskRegistry& tasks_;
   const runtime::Slowdown& slowdown_;
-  sim::Rng rng_;
+  models::Rng rng_;
 };
 
 }  // namespace

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "ata/models/random.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/pool_options.hpp"
 #include "ata/runtime/slowdown.hpp"
 #include "ata/runtime/task_context.hpp"
-#include "ata/sim/random.hpp"
 
 namespace ata::runtime::detail {
 
@@ -100,7 +100,7 @@ class Lane {
   const Slowdown slowdown_;
   std::atomic<Clock::rep> started_{0};
   std::atomic<Clock::rep> stuck_at_{kNoTask};
-  sim::Rng rng_;  // stream (run seed, index): the simulator's stream for this worker
+  models::Rng rng_;  // stream (run seed, index): the simulator's stream for this worker
   // Sleep delays wait on this so that a stop request ends them early.
   std::mutex pause_mutex_;
   std::condition_variable_any pause_;

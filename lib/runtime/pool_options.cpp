@@ -12,8 +12,8 @@ PoolOptions::PoolOptions(std::size_t workers) : slowdowns_(workers), cpus_(worke
   if (workers == 0) throw InvalidArgument("a worker pool needs at least one worker, got 0");
 }
 
-PoolOptions PoolOptions::from_scenario(const sim::Scenario& scenario, std::chrono::nanoseconds unit,
-                                       Slowdown::Kind kind) {
+PoolOptions PoolOptions::from_scenario(const models::Scenario& scenario,
+                                       std::chrono::nanoseconds unit, Slowdown::Kind kind) {
   if (kind != Slowdown::Kind::sleep && kind != Slowdown::Kind::burn) {
     throw InvalidArgument("a pool from scenario '" + scenario.name() +
                           "' sleeps or burns its delays; other slowdown kinds draw none");
@@ -25,7 +25,7 @@ PoolOptions PoolOptions::from_scenario(const sim::Scenario& scenario, std::chron
                            "': " + e.what());
   };
   for (std::size_t i = 0; i < scenario.workers(); ++i) {
-    const sim::TimeModel& model = scenario.models()[i];
+    const models::TimeModel& model = scenario.models()[i];
     try {
       options.slowdowns_[i] = kind == Slowdown::Kind::sleep ? Slowdown::sleep(model, unit)
                                                             : Slowdown::burn(model, unit);
@@ -33,7 +33,7 @@ PoolOptions PoolOptions::from_scenario(const sim::Scenario& scenario, std::chron
       throw where(i, e);
     }
   }
-  for (const sim::WorkerChange& change : scenario.changes()) {
+  for (const models::WorkerChange& change : scenario.changes()) {
     try {
       options.slowdowns_[change.worker].change_at(change.round, change.model);
     } catch (const InvalidArgument& e) {

@@ -27,7 +27,7 @@ std::string unit_text(std::chrono::nanoseconds unit) {
 }
 
 // A mean delay beyond the maximum describes no run that could finish: refused up front.
-void require_delay_in_range(const sim::TimeModel& model, std::chrono::nanoseconds unit,
+void require_delay_in_range(const models::TimeModel& model, std::chrono::nanoseconds unit,
                             const char* kind) {
   // In seconds, where a huge mean times a unit overflows later than in nanoseconds.
   const double mean = model.mean() * std::chrono::duration<double>(unit).count();
@@ -44,7 +44,7 @@ void require_delay_in_range(const sim::TimeModel& model, std::chrono::nanosecond
 
 }  // namespace
 
-Slowdown Slowdown::sleep(sim::TimeModel model, std::chrono::nanoseconds unit) {
+Slowdown Slowdown::sleep(models::TimeModel model, std::chrono::nanoseconds unit) {
   require_positive_unit(unit, "a sleep");
   require_delay_in_range(model, unit, "a sleep");
   Slowdown s;
@@ -54,7 +54,7 @@ Slowdown Slowdown::sleep(sim::TimeModel model, std::chrono::nanoseconds unit) {
   return s;
 }
 
-Slowdown Slowdown::burn(sim::TimeModel model, std::chrono::nanoseconds unit) {
+Slowdown Slowdown::burn(models::TimeModel model, std::chrono::nanoseconds unit) {
   require_positive_unit(unit, "a burn");
   require_delay_in_range(model, unit, "a burn");
   Slowdown s = sleep(std::move(model), unit);
@@ -71,7 +71,7 @@ Slowdown Slowdown::repeat(std::size_t times) {
   return s;
 }
 
-Slowdown& Slowdown::change_at(std::size_t round, sim::TimeModel model) {
+Slowdown& Slowdown::change_at(std::size_t round, models::TimeModel model) {
   if (!draws_delays()) {
     throw InvalidArgument("change_at() needs a sleep or burn slowdown, this one is " + describe());
   }
@@ -88,7 +88,7 @@ Slowdown& Slowdown::change_at(std::size_t round, sim::TimeModel model) {
   return *this;
 }
 
-const sim::TimeModel& Slowdown::model(std::size_t round) const {
+const models::TimeModel& Slowdown::model(std::size_t round) const {
   if (!draws_delays()) throw Error("a " + describe() + " slowdown has no time model");
   // The last phase starting at or before `round`; round 0 reads as round 1.
   const auto after =
@@ -102,7 +102,7 @@ std::chrono::duration<double> Slowdown::mean_delay(std::size_t round) const {
   return std::chrono::duration<double>(unit_) * model(round).mean();
 }
 
-std::chrono::nanoseconds Slowdown::draw(std::size_t round, sim::Rng& rng) const {
+std::chrono::nanoseconds Slowdown::draw(std::size_t round, models::Rng& rng) const {
   if (!draws_delays()) return std::chrono::nanoseconds{0};
   // The one place where model units become real time. A draw beyond the maximum (or
   // infinite) is cut to it before the conversion, which could not represent it.

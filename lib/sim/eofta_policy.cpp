@@ -8,7 +8,8 @@ namespace ata::sim {
 
 namespace {
 
-std::vector<TimeModel> checked(std::vector<TimeModel> workers, const RoundTimeOptions& options) {
+std::vector<models::TimeModel> checked(std::vector<models::TimeModel> workers,
+                                       const RoundTimeOptions& options) {
   // An empty allocation checks the workers and the options without solving anything.
   (void)expected_round_time(workers, Allocation(workers.size()), options);
   return workers;
@@ -16,10 +17,10 @@ std::vector<TimeModel> checked(std::vector<TimeModel> workers, const RoundTimeOp
 
 }  // namespace
 
-EoftaPolicy::EoftaPolicy(std::vector<TimeModel> workers, const RoundTimeOptions& options)
+EoftaPolicy::EoftaPolicy(std::vector<models::TimeModel> workers, const RoundTimeOptions& options)
     : Policy(workers.size()), workers_(checked(std::move(workers), options)), options_(options) {}
 
-void EoftaPolicy::set_models(std::vector<TimeModel> workers) {
+void EoftaPolicy::set_models(std::vector<models::TimeModel> workers) {
   if (workers.size() != this->workers()) {
     throw InvalidArgument("set_models: got " + std::to_string(workers.size()) + " laws for " +
                           std::to_string(this->workers()) + " workers");

@@ -11,7 +11,7 @@
 
 #include "ata/core/error.hpp"
 #include "ata/core/solver.hpp"
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 #include "core/checks.hpp"
 
 namespace ata::sim {
@@ -105,22 +105,22 @@ double log_gamma_p(double s, double x, double log_gamma_s) {
 // otherwise the empirical law of `paths` simulated sums, extended one draw per path at a time.
 class SumLaw {
  public:
-  SumLaw(const TimeModel& model, std::size_t worker, std::size_t paths, std::uint64_t seed)
+  SumLaw(const models::TimeModel& model, std::size_t worker, std::size_t paths, std::uint64_t seed)
       : model_(model), rng_(seed, worker), paths_(paths) {
     if (model.variance() == 0.0) {
       kind_ = Kind::constant;
       return;
     }
     switch (model.kind()) {
-      case TimeModel::Kind::exponential:
+      case models::TimeModel::Kind::exponential:
         set_gamma(0.0, 1.0, model.mean());
         break;
-      case TimeModel::Kind::shifted_exponential: {
+      case models::TimeModel::Kind::shifted_exponential: {
         const double scale = std::sqrt(model.variance());
         set_gamma(std::max(model.mean() - scale, 0.0), 1.0, scale);
         break;
       }
-      case TimeModel::Kind::gamma: {
+      case models::TimeModel::Kind::gamma: {
         const double scale = model.variance() / model.mean();
         set_gamma(0.0, model.mean() / scale, scale);
         break;
@@ -250,12 +250,12 @@ class SumLaw {
     return columns_[a - 1];
   }
 
-  TimeModel model_;
+  models::TimeModel model_;
   Kind kind_ = Kind::empirical;
   double shift_ = 0.0;
   double shape_ = 0.0;
   double scale_ = 0.0;
-  Rng rng_;
+  models::Rng rng_;
   std::size_t paths_;
   std::vector<double> sums_;
   std::vector<std::vector<double>> columns_;
@@ -307,7 +307,7 @@ Quadrature make_quadrature(double bulk, double end, std::vector<double> breaks) 
 // allocation with a_i <= limit_i, with log P(S_i(a) <= t) cached per (worker, a) at its nodes.
 class Evaluator {
  public:
-  Evaluator(std::span<const TimeModel> workers, const RoundTimeOptions& options)
+  Evaluator(std::span<const models::TimeModel> workers, const RoundTimeOptions& options)
       : models_(workers), paths_(options.monte_carlo_paths) {
     laws_.reserve(workers.size());
     for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -345,7 +345,7 @@ class Evaluator {
 
   [[nodiscard]] const Quadrature& quadrature() const noexcept { return quadrature_; }
   [[nodiscard]] SumLaw& law(std::size_t worker) { return laws_[worker]; }
-  [[nodiscard]] const TimeModel& model(std::size_t worker) const { return models_[worker]; }
+  [[nodiscard]] const models::TimeModel& model(std::size_t worker) const { return models_[worker]; }
   [[nodiscard]] std::size_t paths() const noexcept { return paths_; }
 
   // log P(S_worker(a) <= t) at the nodes; all zeros for a = 0. a must be within the cover.
@@ -385,7 +385,7 @@ class Evaluator {
   }
 
  private:
-  std::span<const TimeModel> models_;
+  std::span<const models::TimeModel> models_;
   std::vector<SumLaw> laws_;
   std::size_t paths_;
   Quadrature quadrature_;
@@ -395,7 +395,7 @@ class Evaluator {
   std::vector<double> scratch_;
 };
 
-void check_options(std::span<const TimeModel> workers, const RoundTimeOptions& options) {
+void check_options(std::span<const models::TimeModel> workers, const RoundTimeOptions& options) {
   if (workers.empty()) throw InvalidArgument("a cluster needs at least one worker, got 0");
   if (options.monte_carlo_paths < kMinPaths) {
     throw InvalidArgument("monte_carlo_paths must be >= " + std::to_string(kMinPaths) + ", got " +
@@ -413,7 +413,7 @@ void set_limits(Evaluator& ev, const Allocation& keep, double value, std::size_t
   // empirical means of 4,096 sums are within a few % of them).
   double sums = 0.0;
   for (std::size_t i = 0; i < limit.size(); ++i) {
-    const TimeModel& model = ev.model(i);
+    const models::TimeModel& model = ev.model(i);
     if (ev.law(i).exact() || model.mean() <= 0.0) continue;
     sums += std::min(static_cast<double>(batch), 1.1 * most / model.mean() + 1.0);
   }
@@ -518,7 +518,7 @@ double lower_bound(Evaluator& ev, std::span<const std::size_t> limit, std::size_
 
 }  // namespace
 
-double expected_round_time(std::span<const TimeModel> workers, const Allocation& allocation,
+double expected_round_time(std::span<const models::TimeModel> workers, const Allocation& allocation,
                            const RoundTimeOptions& options) {
   check_options(workers, options);
   if (allocation.size() != workers.size()) {
@@ -531,7 +531,7 @@ double expected_round_time(std::span<const TimeModel> workers, const Allocation&
   return ev.value(allocation);
 }
 
-EoftaSolution solve_eofta(std::span<const TimeModel> workers, std::size_t batch,
+EoftaSolution solve_eofta(std::span<const models::TimeModel> workers, std::size_t batch,
                           const RoundTimeOptions& options) {
   check_options(workers, options);
   if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");

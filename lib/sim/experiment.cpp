@@ -24,7 +24,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   std::unique_ptr<Policy> policy;
   if (strategy == "eofta") {
     auto owned =
-        std::make_unique<EoftaPolicy>(std::vector<TimeModel>(models.begin(), models.end()));
+        std::make_unique<EoftaPolicy>(std::vector<models::TimeModel>(models.begin(), models.end()));
     eofta = owned.get();
     policy = std::move(owned);
   } else {

@@ -61,7 +61,7 @@ void QuadraticSgd::step(std::size_t batch) {
   if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
   const double spread = noise_ / std::sqrt(static_cast<double>(batch));
   for (std::size_t j = 0; j < x_.size(); ++j) {
-    gradient_[j] = a_times(x_, j) - (j == 0 ? kB1 : 0.0) + spread * standard_normal(rng_);
+    gradient_[j] = a_times(x_, j) - (j == 0 ? kB1 : 0.0) + spread * models::standard_normal(rng_);
   }
   for (std::size_t j = 0; j < x_.size(); ++j) x_[j] -= step_ * gradient_[j];
 }

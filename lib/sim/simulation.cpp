@@ -19,8 +19,8 @@ bool later(const CopyEvent& a, const CopyEvent& b) {
 }
 }  // namespace
 
-Simulation::Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,
-                       const BackupOptions& backups)
+Simulation::Simulation(models::Scenario scenario, Policy& policy, std::size_t batch,
+                       std::uint64_t seed, const BackupOptions& backups)
     : scenario_(std::move(scenario)),
       policy_(policy),
       oracle_(dynamic_cast<OraclePolicy*>(&policy)),
@@ -52,7 +52,7 @@ void Simulation::apply_changes() {
   const auto changes = scenario_.changes();
   bool changed = false;
   while (next_change_ < changes.size() && changes[next_change_].round <= round_) {
-    const WorkerChange& c = changes[next_change_++];
+    const models::WorkerChange& c = changes[next_change_++];
     models_[c.worker] = c.model;
     means_[c.worker] = c.model.mean();
     changed = true;

@@ -44,7 +44,7 @@ TEST_CASE("percentiles follow the nearest-rank rule", "[service]") {
 }
 
 TEST_CASE("Poisson arrivals have exponential gaps at the given rate", "[service]") {
-  ata::sim::Rng rng(7, 0);
+  ata::models::Rng rng(7, 0);
   const double rate = 200.0;
   const double duration = 50.0;
   const auto arrivals = svc::poisson_arrivals(rate, duration, 0, rng);
@@ -68,16 +68,16 @@ TEST_CASE("Poisson arrivals have exponential gaps at the given rate", "[service]
   CHECK(static_cast<double>(long_gaps) / static_cast<double>(gaps.size()) ==
         Approx(std::exp(-1.0)).margin(0.02));
 
-  ata::sim::Rng again(7, 0);
+  ata::models::Rng again(7, 0);
   CHECK(svc::poisson_arrivals(rate, duration, 0, again) == arrivals);
-  ata::sim::Rng bounded(7, 0);
+  ata::models::Rng bounded(7, 0);
   const auto first = svc::poisson_arrivals(rate, duration, 25, bounded);
   REQUIRE(first.size() == 25);
   CHECK(std::equal(first.begin(), first.end(), arrivals.begin()));
 }
 
 TEST_CASE("Poisson arrivals refuse rates, durations and counts out of range", "[service][errors]") {
-  ata::sim::Rng rng(1, 0);
+  ata::models::Rng rng(1, 0);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   CHECK_THROWS_MATCHES(svc::poisson_arrivals(0.0, 1.0, 0, rng), ata::InvalidArgument,
                        MessageMatches(ContainsSubstring("rate must be finite and > 0")));

@@ -34,9 +34,9 @@ std::vector<double> finite_difference(F f, std::vector<double> x) {
 }
 
 std::vector<double> random_point(std::size_t d, std::uint64_t seed) {
-  ata::sim::Rng rng(seed);
+  ata::models::Rng rng(seed);
   std::vector<double> x(d);
-  for (double& v : x) v = ata::sim::standard_normal(rng);
+  for (double& v : x) v = ata::models::standard_normal(rng);
   return x;
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("gradients match finite differences", "[apps][ml]") {
     for (std::size_t k = 0; k < 6; ++k) CHECK(g[k] == Approx(fd2[k]).margin(1e-6));
   }
   const ata::ml::QuadraticProblem quadratic(8, 0.0);  // no noise: the exact gradient
-  ata::sim::Rng rng(4);
+  ata::models::Rng rng(4);
   const auto y = random_point(8, 5);
   std::vector<double> gq(8);
   quadratic.stochastic_gradient(y, rng, gq);
@@ -149,7 +149,7 @@ TEST_CASE("problems reject bad settings", "[apps][ml][errors]") {
   auto data = ata::ml::make_regression(5, 2, 1);
   REQUIRE_THROWS_WITH(ata::ml::LogisticProblem(data, 0.1, "s"), ContainsSubstring("labels +-1"));
   const ata::ml::QuadraticProblem quadratic(3, 0.0);
-  ata::sim::Rng rng(1);
+  ata::models::Rng rng(1);
   std::vector<double> out(3);
   REQUIRE_THROWS_WITH(quadratic.stochastic_prox(quadratic.initial_point(), 1.0, rng, out), ContainsSubstring("no stochastic prox"));
 }

@@ -19,7 +19,7 @@ TEST_CASE("Monte Carlo parts pool into the Black-Scholes price", "[service]") {
   CHECK(svc::black_scholes_price(option) == Approx(10.450583572185565).epsilon(1e-12));
   std::vector<svc::PricingPart> parts;
   for (std::uint64_t task = 0; task < 50; ++task) {
-    ata::sim::Rng rng(3, task);
+    ata::models::Rng rng(3, task);
     parts.push_back(svc::price_paths(option, 4000, rng));
   }
   const auto pooled = svc::combine(parts);
@@ -31,7 +31,7 @@ TEST_CASE("Monte Carlo parts pool into the Black-Scholes price", "[service]") {
 
   std::stop_source stop;
   stop.request_stop();
-  ata::sim::Rng rng(3, 0);
+  ata::models::Rng rng(3, 0);
   CHECK(svc::price_paths(option, 4000, rng, stop.get_token()).draws == 0);
 }
 

@@ -20,7 +20,7 @@ namespace {
 ata::ml::TrainingConfig small_cluster(ata::ml::Method method) {
   ata::ml::TrainingConfig config;
   config.method = method;
-  config.scenario = ata::sim::make_preset("sqrt", 4);
+  config.scenario = ata::models::make_preset("sqrt", 4);
   config.unit = std::chrono::microseconds(1);
   config.batch = 6;
   config.max_rounds = 3000;
@@ -119,8 +119,8 @@ unsigned usable_cpu() { return usable_cpus().front(); }
 // Two workers without simulated delay, both on one CPU, the second doing each task 8 times.
 ata::ml::TrainingConfig machine_speeds(ata::ml::LaneKind lanes) {
   auto config = small_cluster(ata::ml::Method::sgd);
-  config.scenario = ata::sim::Scenario(
-      "none", std::vector<ata::sim::TimeModel>(2, ata::sim::TimeModel::constant(0.0)));
+  config.scenario = ata::models::Scenario(
+      "none", std::vector<ata::models::TimeModel>(2, ata::models::TimeModel::constant(0.0)));
   config.simulated_delays = false;
   config.lanes = lanes;
   config.cpus = {usable_cpu(), usable_cpu()};

@@ -11,7 +11,8 @@
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 
-// Expected values computed by hand (Python, double precision) from the formulas in DESIGN.md:
+// Expected values computed by hand (Python, double precision) from width = sqrt(L/K) + L/K,
+// L = ln(2 k^2) (include/ata/core/confidence.hpp):
 // round 1: L = ln 2, K = 4: width = sqrt(ln2/4) + ln2/4 = 0.5895641007188351
 // round 10: L = ln 200 = 5.298317366548036, K = 100: width = 0.2831639149656169
 TEST_CASE("confidence widths and bounds match hand-computed values", "[core][confidence]") {

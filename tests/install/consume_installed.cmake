@@ -1,4 +1,5 @@
-# cmake -P script: install, then build and run examples/consumer against the installed tree.
+# cmake -P script: install, then build and run examples/consumer against the installed tree;
+# with WITH_MPI, build its ata::mpi consumer too (built, not run: that takes mpirun).
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 
@@ -11,7 +12,17 @@ function(run)
 endfunction()
 
 run("${CMAKE_COMMAND}" --install "${ATA_BINARY_DIR}" --prefix "${prefix}")
+# As on a machine without MPI: ata::ata alone must not need it, even from an install with
+# ata::mpi.
 run("${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build"
-    "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+    "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+    -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON)
 run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
 run("${WORK_DIR}/build/consumer")
+
+if(WITH_MPI)
+  run("${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build-mpi"
+      "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+      -DCONSUMER_WITH_MPI=ON)
+  run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build-mpi" --target consumer_mpi)
+endif()

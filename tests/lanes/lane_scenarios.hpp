@@ -299,8 +299,8 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   // Delays of 0 or 100 ms, and from round 2 on 200 ms or nothing: far apart, so that timing
   // noise (a loaded machine, sanitizers: 50 ms seen) cannot turn one into another.
   const auto coin = [](double slow) {
-    return ata::sim::TimeModel::mixture(
-        {0.5, 0.5}, {ata::sim::TimeModel::constant(0.0), ata::sim::TimeModel::constant(slow)});
+    return ata::models::TimeModel::mixture({0.5, 0.5}, {ata::models::TimeModel::constant(0.0),
+                                                        ata::models::TimeModel::constant(slow)});
   };
   rt::PoolOptions options(kLanes);
   options.set_seed(2024);
@@ -320,7 +320,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   };
   std::vector<std::chrono::nanoseconds> expected;
   {
-    std::vector<ata::sim::Rng> streams;
+    std::vector<ata::models::Rng> streams;
     for (std::size_t i = 0; i < kLanes; ++i) streams.emplace_back(options.seed(), i);
     ata::UniformPolicy policy(kLanes);
     for (std::size_t r = 1; r <= kRounds; ++r) {

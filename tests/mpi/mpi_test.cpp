@@ -29,7 +29,7 @@ constexpr std::uint64_t kSeed = 7;
 // Set by a test that shuts the workers down itself (a lost rank changes how MPI ends).
 std::optional<bool> g_shut_down_with_loss;
 
-ata::sim::Scenario cluster() { return ata::sim::make_preset("linear", kWorkers); }
+ata::models::Scenario cluster() { return ata::models::make_preset("linear", kWorkers); }
 
 ata::runtime::PoolOptions cluster_options() {
   auto options = ata::runtime::PoolOptions::from_scenario(cluster(), kUnit);

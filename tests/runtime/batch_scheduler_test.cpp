@@ -168,7 +168,7 @@ TEST_CASE("allocated mode gives worker i the policy's a_i tasks, in one contiguo
 TEST_CASE("the policy observes exactly the durations of the accepted tasks",
           "[runtime][scheduler]") {
   rt::WorkerPool pool(rt::PoolOptions(2).set_slowdown(
-      1, rt::Slowdown::sleep(ata::sim::TimeModel::constant(1.0), 1ms)));
+      1, rt::Slowdown::sleep(ata::models::TimeModel::constant(1.0), 1ms)));
   ata::UniformPolicy policy(2);
   rt::BatchScheduler scheduler(pool, policy);
   const auto result = scheduler.run(6, [](const rt::TaskContext&) {});

@@ -21,7 +21,7 @@ namespace rt = ata::runtime;
 
 TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws",
           "[runtime][slowdown]") {
-  const auto model = ata::sim::TimeModel::shifted_exponential(1.0, 1.0);  // mean 2 ms
+  const auto model = ata::models::TimeModel::shifted_exponential(1.0, 1.0);  // mean 2 ms
   const auto slow = rt::Slowdown::sleep(model, 1ms);
   constexpr std::uint64_t kSeed = 99;
   rt::WorkerPool pool(rt::PoolOptions(1).set_slowdown(0, slow).set_seed(kSeed));
@@ -31,7 +31,7 @@ TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws"
   const auto report = scheduler.run(kTasks, [](const rt::TaskContext&) {}).report;
 
   // Replaying the worker's stream gives the delays it slept, task by task.
-  ata::sim::Rng replay(kSeed, 0);
+  ata::models::Rng replay(kSeed, 0);
   std::vector<std::chrono::nanoseconds> overshoots;
   double drawn_units = 0.0;
   for (const auto& record : report.tasks) {
@@ -52,7 +52,7 @@ TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws"
 
 TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]") {
   rt::PoolOptions options(2);
-  options.set_slowdown(0, rt::Slowdown::burn(ata::sim::TimeModel::constant(0.5), 1ms))
+  options.set_slowdown(0, rt::Slowdown::burn(ata::models::TimeModel::constant(0.5), 1ms))
       .set_slowdown(1, rt::Slowdown::repeat(3));
   rt::WorkerPool pool(options);
   ata::UniformPolicy policy(2);
@@ -71,7 +71,7 @@ TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
   // The simulator's "linear" preset, 1 model unit = 50 us: mean task times 2.9, 5.8 and
   // 8.7 ms, long enough that a busy machine's late wake-ups do not blur the differences.
   // About 1 s of sleeping.
-  const auto scenario = ata::sim::make_preset("linear", 3);
+  const auto scenario = ata::models::make_preset("linear", 3);
   constexpr auto kUnit = 50us;
   const std::vector<double> means =
       scenario.scaled(std::chrono::duration<double>(kUnit).count()).means();
@@ -97,7 +97,7 @@ TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
 TEST_CASE("a pool built from a scenario draws the simulator's task times", "[runtime][slowdown]") {
   // One task per worker in one uniform round: the simulator's worker time is the sum of each
   // worker's first draw, and a thread run sleeps exactly those draws (plus its overshoot).
-  const auto scenario = ata::sim::make_preset("mixture", 5);  // five different laws
+  const auto scenario = ata::models::make_preset("mixture", 5);  // five different laws
   constexpr auto kUnit = 10us;
   constexpr std::uint64_t kSeed = 3;
   const auto options = rt::PoolOptions::from_scenario(scenario, kUnit).set_seed(kSeed);
@@ -114,7 +114,7 @@ TEST_CASE("a pool built from a scenario draws the simulator's task times", "[run
 
   double drawn = 0.0;
   for (const auto& record : report.tasks) {
-    ata::sim::Rng stream(kSeed, record.worker);
+    ata::models::Rng stream(kSeed, record.worker);
     const auto delay = options.slowdown(record.worker).draw(1, stream);
     drawn += std::chrono::duration<double>(delay).count();
     CHECK(record.duration >= delay);

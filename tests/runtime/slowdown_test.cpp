@@ -12,9 +12,9 @@ namespace rt = ata::runtime;
 
 TEST_CASE("a slowdown draws its delays from the model in force in each round",
           "[runtime][slowdown]") {
-  const auto base = ata::sim::TimeModel::constant(2.0);
-  auto slow = rt::Slowdown::sleep(base, 1ms).change_at(10, ata::sim::TimeModel::constant(20.0));
-  ata::sim::Rng rng(1);
+  const auto base = ata::models::TimeModel::constant(2.0);
+  auto slow = rt::Slowdown::sleep(base, 1ms).change_at(10, ata::models::TimeModel::constant(20.0));
+  ata::models::Rng rng(1);
   CHECK(slow.draw(1, rng) == 2ms);
   CHECK(slow.draw(9, rng) == 2ms);
   CHECK(slow.draw(10, rng) == 20ms);
@@ -30,10 +30,10 @@ TEST_CASE("a slowdown draws its delays from the model in force in each round",
 }
 
 TEST_CASE("a delay is the model's draw in model units", "[runtime][slowdown]") {
-  const auto model = ata::sim::TimeModel::exponential(3.0);
+  const auto model = ata::models::TimeModel::exponential(3.0);
   const auto slow = rt::Slowdown::sleep(model, 250us);
-  ata::sim::Rng for_slowdown(7, 1);
-  ata::sim::Rng for_model(7, 1);
+  ata::models::Rng for_slowdown(7, 1);
+  ata::models::Rng for_model(7, 1);
   for (int k = 0; k < 100; ++k) {
     const double units = model.sample(for_model);
     CHECK(slow.draw(1, for_slowdown).count() == static_cast<long>(units * 250'000.0));
@@ -41,7 +41,7 @@ TEST_CASE("a delay is the model's draw in model units", "[runtime][slowdown]") {
 }
 
 TEST_CASE("pool options from a scenario describe the simulator's cluster", "[runtime][slowdown]") {
-  const auto scenario = ata::sim::make_preset("slowdown", 3, /*change_round=*/50);
+  const auto scenario = ata::models::make_preset("slowdown", 3, /*change_round=*/50);
   const auto options = rt::PoolOptions::from_scenario(scenario, 100us);
   REQUIRE(options.workers() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -59,7 +59,7 @@ TEST_CASE("pool options from a scenario describe the simulator's cluster", "[run
 }
 
 TEST_CASE("bad slowdowns and pool options are refused", "[runtime][slowdown][errors]") {
-  const auto model = ata::sim::TimeModel::exponential(1.0);
+  const auto model = ata::models::TimeModel::exponential(1.0);
   CHECK_THROWS_MATCHES(rt::Slowdown::sleep(model, 0ns), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(ContainsSubstring("unit > 0 ns, got 0 ns")));
   CHECK_THROWS_AS(rt::Slowdown::burn(model, -1ms), ata::InvalidArgument);
@@ -83,14 +83,14 @@ TEST_CASE("bad slowdowns and pool options are refused", "[runtime][slowdown][err
   CHECK_THROWS_MATCHES(
       options.set_idle_spin(-1ns), ata::InvalidArgument,
       Catch::Matchers::MessageMatches(ContainsSubstring("idle spin must be >= 0 ns, got -1 ns")));
-  CHECK_THROWS_AS(rt::PoolOptions::from_scenario(ata::sim::make_preset("linear", 2), 1ms,
+  CHECK_THROWS_AS(rt::PoolOptions::from_scenario(ata::models::make_preset("linear", 2), 1ms,
                                                  rt::Slowdown::Kind::repeat),
                   ata::InvalidArgument);
 }
 
 TEST_CASE("delays too long to represent are refused up front or cut to the maximum",
           "[runtime][slowdown][errors]") {
-  using ata::sim::TimeModel;
+  using ata::models::TimeModel;
   const auto huge = TimeModel::constant(1e308);
   CHECK_THROWS_MATCHES(
       rt::Slowdown::sleep(huge, 1ns), ata::InvalidArgument,
@@ -106,7 +106,7 @@ TEST_CASE("delays too long to represent are refused up front or cut to the maxim
   CHECK_THROWS_AS(changing.change_at(5, huge), ata::InvalidArgument);
   CHECK(changing.model(5).mean() == 1.0);  // unchanged by the refusal
   // The bound itself: a mean delay of one day is allowed.
-  ata::sim::Rng rng(5);
+  ata::models::Rng rng(5);
   CHECK(rt::Slowdown::sleep(TimeModel::constant(86'400.0), 1s).draw(1, rng) ==
         rt::Slowdown::kMaxDelay);
   CHECK_THROWS_AS(rt::Slowdown::sleep(TimeModel::constant(86'401.0), 1s), ata::InvalidArgument);
@@ -126,7 +126,7 @@ TEST_CASE("delays too long to represent are refused up front or cut to the maxim
   CHECK(cut < 80);
 
   // A scenario's worker with such a model is named in the refusal.
-  const ata::sim::Scenario scenario("huge", {TimeModel::constant(1.0), huge});
+  const ata::models::Scenario scenario("huge", {TimeModel::constant(1.0), huge});
   CHECK_THROWS_MATCHES(rt::PoolOptions::from_scenario(scenario, 1us), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(
                            ContainsSubstring("worker 1 of scenario 'huge': a sleep slowdown")));

@@ -74,7 +74,7 @@ struct Epoch {
     }
   }
   static rt::PoolOptions options(std::uint64_t seed) {
-    using ata::sim::TimeModel;
+    using ata::models::TimeModel;
     rt::PoolOptions o(4);
     // Worker 1 sleeps after a quarter of its tasks (mean 50 us then), worker 2 burns 1 us
     // after each, worker 3 does each task twice.

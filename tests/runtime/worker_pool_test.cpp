@@ -200,7 +200,7 @@ TEST_CASE("shutdown stops the running batches: tasks and delays honouring stop e
   CAPTURE(name);
   // Worker 1 sleeps 10 s after each task; worker 0's tasks wait for their stop request.
   rt::PoolOptions options(2);
-  options.set_slowdown(1, rt::Slowdown::sleep(ata::sim::TimeModel::constant(10.0), 1s));
+  options.set_slowdown(1, rt::Slowdown::sleep(ata::models::TimeModel::constant(10.0), 1s));
   rt::WorkerPool pool(options);
   auto policy = ata::make_policy(name, 2);
   rt::BatchScheduler scheduler(pool, *policy);

@@ -9,14 +9,14 @@
 #include "ata/sim/experiment.hpp"
 #include "ata/sim/simulation.hpp"
 
-using ata::sim::Scenario;
-using ata::sim::TimeModel;
+using ata::models::Scenario;
+using ata::models::TimeModel;
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 
 TEST_CASE("EOFTA plays its solution every round, and its mean round time is the expected one",
           "[sim][eofta]") {
-  const Scenario cluster = ata::sim::make_preset("cifar", 20);
+  const Scenario cluster = ata::models::make_preset("cifar", 20);
   const std::vector<TimeModel> laws(cluster.models().begin(), cluster.models().end());
   ata::sim::EoftaPolicy eofta(laws);
   CHECK(eofta.name() == "eofta");
@@ -54,7 +54,7 @@ TEST_CASE("EOFTA follows a scenario's changes", "[sim][eofta]") {
 
 TEST_CASE("eofta is a strategy of run_strategy", "[sim][eofta]") {
   ata::sim::ExperimentConfig config;
-  config.scenario = ata::sim::make_preset("sqrt", 17);
+  config.scenario = ata::models::make_preset("sqrt", 17);
   config.rounds = 50;
   const auto run = ata::sim::run_strategy(config, "eofta");
   CHECK(run.name == "eofta");

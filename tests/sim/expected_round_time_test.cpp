@@ -11,7 +11,7 @@
 #include "ata/ata.hpp"
 
 using ata::Allocation;
-using ata::sim::TimeModel;
+using ata::models::TimeModel;
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 
@@ -93,7 +93,8 @@ TEST_CASE("expected round times of Monte Carlo laws agree with direct simulation
   const Allocation a({3, 2, 2});
   double direct = 0.0;
   constexpr int kRounds = 200000;
-  std::vector<ata::sim::Rng> rngs{ata::sim::Rng(99, 0), ata::sim::Rng(99, 1), ata::sim::Rng(99, 2)};
+  std::vector<ata::models::Rng> rngs{ata::models::Rng(99, 0), ata::models::Rng(99, 1),
+                                     ata::models::Rng(99, 2)};
   for (int r = 0; r < kRounds; ++r) {
     double wall = 0.0;
     for (std::size_t i = 0; i < cluster.size(); ++i) {

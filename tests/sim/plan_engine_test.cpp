@@ -13,8 +13,8 @@
 #include "ata/ata.hpp"
 
 using ata::sim::CopyRecord;
-using ata::sim::Scenario;
-using ata::sim::TimeModel;
+using ata::models::Scenario;
+using ata::models::TimeModel;
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 using Outcome = CopyRecord::Outcome;
@@ -138,7 +138,7 @@ TEST_CASE("a restart budget stops long copies and starts their task afresh", "[s
 }
 
 TEST_CASE("quota plans: the shortcut and the events agree", "[sim][plan][property]") {
-  const Scenario mixture = ata::sim::make_preset("mixture", 15);
+  const Scenario mixture = ata::models::make_preset("mixture", 15);
   for (std::size_t batch : {1u, 7u, 23u, 60u}) {
     CAPTURE(batch);
     ata::UniformPolicy direct(15);

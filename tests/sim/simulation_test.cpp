@@ -12,8 +12,8 @@
 #include "ata/sim/experiment.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
 
-using ata::sim::Scenario;
-using ata::sim::TimeModel;
+using ata::models::Scenario;
+using ata::models::TimeModel;
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 
@@ -27,7 +27,7 @@ double brute_force_gta_round(const Scenario& s, std::uint64_t seed, std::size_t 
   const std::size_t n = s.workers();
   std::vector<std::tuple<double, std::size_t, std::size_t>> finishes;  // (time, worker, index)
   for (std::size_t i = 0; i < n; ++i) {
-    ata::sim::Rng rng(seed, i);
+    ata::models::Rng rng(seed, i);
     for (std::size_t u = 0; u < consumed[i]; ++u) (void)s.models()[i].sample(rng);
     double t = 0.0;
     for (std::size_t u = 0; u < batch; ++u) {
@@ -84,7 +84,7 @@ TEST_CASE("allocated and pull rounds on constant times", "[sim][engine]") {
 
 TEST_CASE("a seed reproduces a run bit for bit", "[sim][engine]") {
   ata::sim::ExperimentConfig config;
-  config.scenario = ata::sim::make_preset("mixture", 15);
+  config.scenario = ata::models::make_preset("mixture", 15);
   config.rounds = 300;
   config.policy.alpha = config.scenario.max_mean();
   config.sgd = true;
@@ -121,7 +121,7 @@ TEST_CASE("the oracle beats uniform and GTA is fastest but costliest on cifar", 
 }
 
 TEST_CASE("a worker change takes effect at its round", "[sim][engine]") {
-  const auto s = ata::sim::make_preset("slowdown", 3, 5);
+  const auto s = ata::models::make_preset("slowdown", 3, 5);
   ata::UniformPolicy uniform(3);
   ata::sim::Simulation sim(s, uniform, 3, 1);
   for (int k = 1; k <= 4; ++k) (void)sim.run_round();
@@ -132,7 +132,7 @@ TEST_CASE("a worker change takes effect at its round", "[sim][engine]") {
 }
 
 TEST_CASE("OFTA driven by a simulation follows the scenario's changes", "[sim][engine]") {
-  const auto s = ata::sim::make_preset("slowdown", 4, 6);
+  const auto s = ata::models::make_preset("slowdown", 4, 6);
   ata::OraclePolicy oracle(s.means());
   ata::sim::Simulation sim(s, oracle, 5, 1);
   for (int k = 1; k <= 8; ++k) {
@@ -144,7 +144,7 @@ TEST_CASE("OFTA driven by a simulation follows the scenario's changes", "[sim][e
   CHECK(oracle.means()[0] == Approx(10.0 * s.means()[0]));
 
   ata::sim::ExperimentConfig config;
-  config.scenario = ata::sim::make_preset("slowdown", 17, 300);
+  config.scenario = ata::models::make_preset("slowdown", 17, 300);
   config.rounds = 600;
   CHECK(ata::sim::run_strategy(config, "ofta").regret == 0.0);
 }
@@ -156,7 +156,8 @@ TEST_CASE("ata-auto beats ATA and ATA-Empirical and tracks OFTA, a slowdown incl
   for (const char* preset : {"sqrt", "slowdown"}) {
     for (const std::uint64_t seed : {1u, 2u}) {
       ata::sim::ExperimentConfig config;
-      config.scenario = ata::sim::make_preset(preset, preset == std::string("sqrt") ? 51 : 17, 1000);
+      config.scenario =
+          ata::models::make_preset(preset, preset == std::string("sqrt") ? 51 : 17, 1000);
       config.rounds = 2000;
       config.seed = seed;
       config.policy.alpha = config.scenario.max_mean();
@@ -187,7 +188,7 @@ TEST_CASE("SGD on the quadratic converges without noise", "[sim][sgd]") {
 }
 
 TEST_CASE("the simulator rejects bad input", "[sim][engine][errors]") {
-  const auto s = ata::sim::make_preset("sqrt", 4);
+  const auto s = ata::models::make_preset("sqrt", 4);
   ata::UniformPolicy three(3);
   REQUIRE_THROWS_WITH(ata::sim::Simulation(s, three, 2, 1),
                       ContainsSubstring("3 workers") && ContainsSubstring("4"));

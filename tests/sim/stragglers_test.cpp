@@ -10,8 +10,8 @@
 #include "ata/sim/simulation.hpp"
 
 using ata::BackupOptions;
-using ata::sim::Scenario;
-using ata::sim::TimeModel;
+using ata::models::Scenario;
+using ata::models::TimeModel;
 
 namespace {
 

@@ -127,7 +127,7 @@ class RankScheduler {
 };
 
 /// A worker rank's loop: runs the shares the root sends, each task followed by its slowdown
-/// (options.slowdown(rank - 1), drawn from sim::Rng(options.seed(), rank - 1) exactly as
+/// (options.slowdown(rank - 1), drawn from models::Rng(options.seed(), rank - 1) exactly as
 /// thread worker rank - 1 draws), until the root's shutdown. Returns whether a rank was lost
 /// (pass it to finish()). options.workers() must be size - 1 (ata::InvalidArgument).
 /// A task that throws is reported to the root, which throws ata::Error naming it.

@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "ata/models/scenario.hpp"
 #include "ata/runtime/slowdown.hpp"
-#include "ata/sim/scenario.hpp"
 
 namespace ata::runtime {
 
@@ -18,7 +18,7 @@ namespace ata::runtime {
 /// @code
 /// using namespace std::chrono_literals;
 /// // The simulator's "linear" cluster of 8 workers, 1 model unit = 50 us of sleep.
-/// auto options = ata::runtime::PoolOptions::from_scenario(ata::sim::make_preset("linear", 8),
+/// auto options = ata::runtime::PoolOptions::from_scenario(ata::models::make_preset("linear", 8),
 /// 50us); options.set_seed(7).set_cpu(0, 0); ata::runtime::WorkerPool pool(options);
 /// @endcode
 ///
@@ -37,7 +37,7 @@ class PoolOptions {
   /// `kind` is Slowdown::Kind::sleep or burn; anything else throws ata::InvalidArgument.
   /// The true mean task times of such a pool, in seconds, are scenario.scaled(seconds per
   /// unit).means() plus the tasks' own time.
-  [[nodiscard]] static PoolOptions from_scenario(const sim::Scenario& scenario,
+  [[nodiscard]] static PoolOptions from_scenario(const models::Scenario& scenario,
                                                  std::chrono::nanoseconds unit,
                                                  Slowdown::Kind kind = Slowdown::Kind::sleep);
 
@@ -56,7 +56,7 @@ class PoolOptions {
   /// than a batch of small tasks; polling (which yields the core to any runnable thread) costs
   /// CPU time while idle. Zero never polls. Throws ata::InvalidArgument when negative.
   PoolOptions& set_idle_spin(std::chrono::nanoseconds spin);
-  /// The run seed. Worker i draws its delays from sim::Rng(seed, i), the stream the simulator
+  /// The run seed. Worker i draws its delays from models::Rng(seed, i), the stream the simulator
   /// gives its worker i: with the same seed, the u-th task worker i runs is delayed by the
   /// time its u-th task takes in ata::sim::Simulation.
   PoolOptions& set_seed(std::uint64_t seed) noexcept;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ata/sim/random.hpp"
-#include "ata/sim/time_model.hpp"
+#include "ata/models/random.hpp"
+#include "ata/models/time_model.hpp"
 
 namespace ata::runtime {
 
@@ -18,7 +18,7 @@ namespace ata::runtime {
 /// @code
 /// using namespace std::chrono_literals;
 /// // After each task, sleep 2 ms + Exp(mean 2 ms); ten times slower from round 100 on.
-/// auto model = ata::sim::TimeModel::shifted_exponential(2.0, 2.0);
+/// auto model = ata::models::TimeModel::shifted_exponential(2.0, 2.0);
 /// auto slow = ata::runtime::Slowdown::sleep(model, 1ms).change_at(100, model.scaled(10.0));
 /// auto heavy = ata::runtime::Slowdown::repeat(3);  // runs each task three times
 /// @endcode
@@ -48,18 +48,18 @@ class Slowdown {
   [[nodiscard]] static Slowdown none() noexcept { return {}; }
   /// Sleeps model.sample() * unit after each task. Throws ata::InvalidArgument for unit <= 0
   /// and for a mean delay model.mean() * unit above kMaxDelay.
-  [[nodiscard]] static Slowdown sleep(sim::TimeModel model,
+  [[nodiscard]] static Slowdown sleep(models::TimeModel model,
                                       std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
   /// Spins for model.sample() * unit after each task. Throws ata::InvalidArgument as sleep().
-  [[nodiscard]] static Slowdown burn(sim::TimeModel model,
+  [[nodiscard]] static Slowdown burn(models::TimeModel model,
                                      std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
   /// Runs each task `times` times; throws ata::InvalidArgument for times = 0.
   [[nodiscard]] static Slowdown repeat(std::size_t times);
 
   /// From round `round` (the scheduler's batch number, 1-based) on, delays draw from `model`,
-  /// as sim::WorkerChange does in the simulator. Throws ata::InvalidArgument for round 0, a
+  /// as models::WorkerChange does in the simulator. Throws ata::InvalidArgument for round 0, a
   /// slowdown that draws no delays (none, repeat), or a mean delay above kMaxDelay.
-  Slowdown& change_at(std::size_t round, sim::TimeModel model);
+  Slowdown& change_at(std::size_t round, models::TimeModel model);
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   /// Real time of one model unit (sleep, burn).
@@ -71,12 +71,12 @@ class Slowdown {
     return kind_ == Kind::sleep || kind_ == Kind::burn;
   }
   /// The model in force in round `round` (1-based); throws ata::Error unless draws_delays().
-  [[nodiscard]] const sim::TimeModel& model(std::size_t round) const;
+  [[nodiscard]] const models::TimeModel& model(std::size_t round) const;
   /// Mean delay per task in round `round`, in real time (zero without delays).
   [[nodiscard]] std::chrono::duration<double> mean_delay(std::size_t round) const;
   /// One delay for a task of round `round`, drawn from `rng`, at most kMaxDelay; zero without
   /// delays.
-  [[nodiscard]] std::chrono::nanoseconds draw(std::size_t round, sim::Rng& rng) const;
+  [[nodiscard]] std::chrono::nanoseconds draw(std::size_t round, models::Rng& rng) const;
   /// E.g. "sleep(exponential(mean=2) x 1ms, from round 100: exponential(mean=20))",
   /// "repeat(3)", "none".
   [[nodiscard]] std::string describe() const;
@@ -84,7 +84,7 @@ class Slowdown {
  private:
   struct Phase {
     std::size_t first_round;
-    sim::TimeModel model;
+    models::TimeModel model;
   };
 
   Kind kind_ = Kind::none;

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ata/core/policy.hpp"
+#include "ata/models/time_model.hpp"
 #include "ata/sim/expected_round_time.hpp"
-#include "ata/sim/time_model.hpp"
 
 namespace ata::sim {
 
@@ -19,7 +19,7 @@ namespace ata::sim {
 /// has in practice; the simulator has it.
 ///
 /// @code
-/// ata::sim::Scenario cluster = ata::sim::make_preset("sqrt", 51);
+/// ata::models::Scenario cluster = ata::models::make_preset("sqrt", 51);
 /// ata::sim::EoftaPolicy eofta({cluster.models().begin(), cluster.models().end()});
 /// ata::Allocation a = eofta.allocate(23);  // solved once, then the same every round
 /// @endcode
@@ -33,18 +33,19 @@ class EoftaPolicy final : public Policy {
  public:
   /// One law per worker. Throws ata::InvalidArgument for no workers or options.monte_carlo_paths
   /// < 64.
-  explicit EoftaPolicy(std::vector<TimeModel> workers, const RoundTimeOptions& options = {});
+  explicit EoftaPolicy(std::vector<models::TimeModel> workers,
+                       const RoundTimeOptions& options = {});
 
   [[nodiscard]] std::string_view name() const noexcept override { return "eofta"; }
   /// Replaces the laws (one per worker, else ata::InvalidArgument and nothing changes).
-  void set_models(std::vector<TimeModel> workers);
+  void set_models(std::vector<models::TimeModel> workers);
   /// The last solution (empty before the first allocate() and after set_models()).
   [[nodiscard]] const std::optional<EoftaSolution>& solution() const noexcept { return solution_; }
 
  private:
   void choose(std::size_t batch, Allocation& out) override;
 
-  std::vector<TimeModel> workers_;
+  std::vector<models::TimeModel> workers_;
   RoundTimeOptions options_;
   std::optional<EoftaSolution> solution_;
 };

@@ -8,7 +8,7 @@
 #include <span>
 
 #include "ata/core/allocation.hpp"
-#include "ata/sim/time_model.hpp"
+#include "ata/models/time_model.hpp"
 
 namespace ata::sim {
 
@@ -27,8 +27,8 @@ struct RoundTimeOptions {
 /// an idle worker): the expected wall time of one allocated round.
 ///
 /// @code
-/// std::vector<ata::sim::TimeModel> cluster{ata::sim::TimeModel::exponential(1.0),
-///                                          ata::sim::TimeModel::exponential(2.0)};
+/// std::vector<ata::models::TimeModel> cluster{ata::models::TimeModel::exponential(1.0),
+///                                          ata::models::TimeModel::exponential(2.0)};
 /// double t = ata::sim::expected_round_time(cluster, ata::Allocation({1, 1}));
 /// // E[max(X1, X2)] = 1 + 2 - 1 / (1/1 + 1/2) = 2.333...
 /// @endcode
@@ -42,7 +42,7 @@ struct RoundTimeOptions {
 /// Throws ata::InvalidArgument if the allocation's size differs from workers.size(), workers is
 /// empty, options.monte_carlo_paths < 64, or the computation would hold more than 5e7 values of
 /// distributions (400 MB). Thread-safe (no shared state).
-[[nodiscard]] double expected_round_time(std::span<const TimeModel> workers,
+[[nodiscard]] double expected_round_time(std::span<const models::TimeModel> workers,
                                          const Allocation& allocation,
                                          const RoundTimeOptions& options = {});
 
@@ -63,8 +63,8 @@ struct EoftaSolution {
 /// @code
 /// // 10 workers Exp(mean 1) and 90 Exp(mean 20), B = 300: OFTA gives 21 tasks to each fast
 /// // worker and 1 to each slow one (E ~ 101); EOFTA puts all 300 on the fast ones (E ~ 38).
-/// std::vector<ata::sim::TimeModel> cluster(10, ata::sim::TimeModel::exponential(1.0));
-/// cluster.resize(100, ata::sim::TimeModel::exponential(20.0));
+/// std::vector<ata::models::TimeModel> cluster(10, ata::models::TimeModel::exponential(1.0));
+/// cluster.resize(100, ata::models::TimeModel::exponential(20.0));
 /// ata::sim::EoftaSolution best = ata::sim::solve_eofta(cluster, 300);
 /// @endcode
 ///
@@ -86,7 +86,7 @@ struct EoftaSolution {
 /// Throws ata::InvalidArgument for batch = 0, no workers, options.monte_carlo_paths < 64, or a
 /// search that would hold more than 5e7 values of distributions (400 MB; e.g. 5,000 workers of
 /// shifted exponential times and B = 5,000). Thread-safe (no shared state).
-[[nodiscard]] EoftaSolution solve_eofta(std::span<const TimeModel> workers, std::size_t batch,
-                                        const RoundTimeOptions& options = {});
+[[nodiscard]] EoftaSolution solve_eofta(std::span<const models::TimeModel> workers,
+                                        std::size_t batch, const RoundTimeOptions& options = {});
 
 }  // namespace ata::sim

@@ -12,15 +12,15 @@
 
 #include "ata/core/backup_rule.hpp"
 #include "ata/core/make_policy.hpp"
+#include "ata/models/scenario.hpp"
 #include "ata/sim/expected_round_time.hpp"
-#include "ata/sim/scenario.hpp"
 
 namespace ata::sim {
 
 /// What to run. Strategies run with the same config see the same worker times (common random
 /// numbers, see Simulation) and the same SGD noise.
 struct ExperimentConfig {
-  Scenario scenario = make_preset("cifar", 51);
+  models::Scenario scenario = models::make_preset("cifar", 51);
   std::size_t batch = 23;
   std::size_t rounds = 1000;
   std::uint64_t seed = 1;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ata/sim/random.hpp"
+#include "ata/models/random.hpp"
 
 namespace ata::sim {
 
@@ -43,7 +43,7 @@ class QuadraticSgd {
   std::vector<double> x_;
   std::vector<double> gradient_;
   double optimum_ = 0.0;
-  Rng rng_;
+  models::Rng rng_;
 };
 
 }  // namespace ata::sim

@@ -10,9 +10,9 @@
 #include "ata/core/backup_rule.hpp"
 #include "ata/core/oracle_policy.hpp"
 #include "ata/core/policy.hpp"
+#include "ata/models/random.hpp"
+#include "ata/models/scenario.hpp"
 #include "ata/sim/eofta_policy.hpp"
-#include "ata/sim/random.hpp"
-#include "ata/sim/scenario.hpp"
 
 namespace ata::sim {
 
@@ -94,7 +94,7 @@ struct CopyRecord {
 /// compared on common random numbers.
 ///
 /// @code
-/// auto cluster = ata::sim::make_preset("cifar", 51);
+/// auto cluster = ata::models::make_preset("cifar", 51);
 /// ata::AtaPolicy ata(cluster.workers(), cluster.max_mean());
 /// ata::sim::Simulation sim(cluster, ata, /*batch=*/23, /*seed=*/1);
 /// double wall = 0;
@@ -107,7 +107,7 @@ class Simulation {
   /// `backups`: the hedging of rounds whose plan sets none. Throws ata::InvalidArgument if
   /// batch = 0, the policy has another number of workers, or the backup options are invalid
   /// (see BackupRule).
-  Simulation(Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,
+  Simulation(models::Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,
              const BackupOptions& backups = {});
 
   /// Runs the next round. Throws ata::Error, naming the policy, for a plan that cannot run a
@@ -118,7 +118,7 @@ class Simulation {
   void set_copy_records(bool on) noexcept { keep_copies_ = on; }
 
   [[nodiscard]] std::size_t rounds_done() const noexcept { return round_; }
-  [[nodiscard]] const Scenario& scenario() const noexcept { return scenario_; }
+  [[nodiscard]] const models::Scenario& scenario() const noexcept { return scenario_; }
   /// The workers' true means now (after any WorkerChange that has taken effect).
   [[nodiscard]] const std::vector<double>& current_means() const noexcept { return means_; }
   /// The last round's plan.
@@ -139,16 +139,16 @@ class Simulation {
   double end_copy(std::size_t worker, double now, CopyRecord::Outcome outcome);
   double completed_proxy_loss() const;
 
-  Scenario scenario_;
+  models::Scenario scenario_;
   Policy& policy_;
   OraclePolicy* oracle_ = nullptr;  // policy_ when it is the oracle: told of every change
   EoftaPolicy* eofta_ = nullptr;    // likewise for EOFTA
   std::size_t batch_;
   std::size_t round_ = 0;
   std::size_t next_change_ = 0;
-  std::vector<TimeModel> models_;
+  std::vector<models::TimeModel> models_;
   std::vector<double> means_;
-  std::vector<Rng> streams_;
+  std::vector<models::Rng> streams_;
   double optimal_loss_ = 0.0;
   Plan plan_;
   BackupOptions backups_;
