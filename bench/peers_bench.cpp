@@ -152,6 +152,22 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
+// The machine's load (1, 5 and 15 minute averages): 2 cores are shared with other work, so
+// the tables say how loaded they were.
+std::string load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return "unknown";
+  char line[128] = {};
+  const bool ok = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  if (!ok) return "unknown";
+  std::string text(line);
+  std::istringstream in(text);
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -847,13 +863,16 @@ int main(int argc, char** argv) {
       throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
     }
     const std::string home = templ;
+    std::printf("%u hardware threads, load average %s at the start\n",
+                std::thread::hardware_concurrency(), load_average().c_str());
     std::printf("StarPU writes its models and bus files under %s (%s)\n", home.c_str(),
                 c.keep_home ? "kept" : "removed at the end; --keep-models keeps them");
     int rc = 0;
     if (c.mode != "overhead") rc |= run_rounds(c, home);
     if (c.mode != "rounds") rc |= run_overhead(c, home);
     if (!c.keep_home) std::filesystem::remove_all(home);
-    std::printf("\ntotal %.1f s; nothing else written\n", Seconds(Clock::now() - start).count());
+    std::printf("\ntotal %.1f s, load average %s at the end; nothing else written\n",
+                Seconds(Clock::now() - start).count(), load_average().c_str());
     return rc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ata_bench_peers: %s\n", e.what());
