@@ -180,8 +180,8 @@ struct ChildState {
   std::vector<ata::sim::TimeModel> laws;
   double unit = 1e-3;  // seconds per model unit
   std::vector<ata::sim::Rng> rngs;
-  std::vector<double> busy;         // seconds, this round
-  std::vector<std::size_t> tasks;   // since the last reset
+  std::vector<double> busy;        // seconds, this round
+  std::vector<std::size_t> tasks;  // since the last reset
 };
 
 ChildState* g_child = nullptr;
@@ -424,7 +424,7 @@ struct Result {
   double wall = 0.0;  // seconds, summed over the rounds
   double busy = 0.0;
   std::vector<std::size_t> tasks;  // accepted per worker, over the rounds
-  double nominal = 0.0;  // seconds: the mean times of every task that ran, summed
+  double nominal = 0.0;            // seconds: the mean times of every task that ran, summed
   bool ok = true;
   std::string note;
 };
@@ -474,14 +474,14 @@ std::vector<Result> run_ata(const Config& c, const Cluster& cluster, std::size_t
   for (const double m : cluster.means) nominal.push_back(m * c.unit_ms * 1e-3);
   for (std::size_t s = 0; s < names.size(); ++s) {
     pools.push_back(std::make_unique<ata::runtime::WorkerPool>(options));
-    schedulers.push_back(std::make_unique<ata::runtime::BatchScheduler>(*pools.back(), *policies[s]));
+    schedulers.push_back(
+        std::make_unique<ata::runtime::BatchScheduler>(*pools.back(), *policies[s]));
     results[s].name = "ata " + names[s];
     results[s].tasks.assign(n, 0);
   }
   for (std::size_t k = 0; k < c.rounds; ++k) {
     for (std::size_t s = 0; s < names.size(); ++s) {
-      const auto report =
-          schedulers[s]->run(batch, [](const ata::runtime::TaskContext&) {}).report;
+      const auto report = schedulers[s]->run(batch, [](const ata::runtime::TaskContext&) {}).report;
       results[s].wall += Seconds(report.wall).count();
       results[s].busy += Seconds(report.worker_time()).count();
       for (std::size_t i = 0; i < n; ++i) results[s].tasks[i] += report.allocation[i];
@@ -507,10 +507,11 @@ std::string format_shares(const std::vector<std::size_t>& tasks) {
 void print_table(const Config& c, const Cluster& cluster, const std::vector<std::size_t>& batches,
                  const ClusterResults& r) {
   std::string means;
-  for (const double m : cluster.means) means += (means.empty() ? "" : ",") + std::to_string(static_cast<int>(m));
+  for (const double m : cluster.means)
+    means += (means.empty() ? "" : ",") + std::to_string(static_cast<int>(m));
   std::printf("\n== %s: n = %zu, %s times, means %s x %g ms, K = %zu rounds, seed %llu ==\n",
-              cluster.name.c_str(), cluster.means.size(), c.law.c_str(), means.c_str(),
-              c.unit_ms, c.rounds, static_cast<unsigned long long>(c.seed));
+              cluster.name.c_str(), cluster.means.size(), c.law.c_str(), means.c_str(), c.unit_ms,
+              c.rounds, static_cast<unsigned long long>(c.seed));
   std::printf(
       "per round: makespan (wall) and busy worker time, ms, and each / ata ofta; stretch = busy "
       "/ the mean times of the tasks that ran (sleeps overrun by the machine)\n");
@@ -583,7 +584,8 @@ int run_rounds(const Config& c, const std::string& home) {
   }
   const auto starpu_names = split(c.starpu, ',');
   std::string batch_list;
-  for (const std::size_t b : batches) batch_list += (batch_list.empty() ? "" : " ") + std::to_string(b);
+  for (const std::size_t b : batches)
+    batch_list += (batch_list.empty() ? "" : " ") + std::to_string(b);
   describe_starpu(c, home);
   std::vector<std::string> cluster_names = split(c.clusters, ',');
   std::size_t step = 0;
@@ -616,15 +618,24 @@ int run_rounds(const Config& c, const std::string& home) {
                      cluster.name.c_str(), config.c_str(), batch_list.c_str());
         const std::string child_home = home + "/" + config + "-" + cluster.name;
         std::filesystem::create_directories(child_home);
-        std::vector<std::string> args{"--starpu-child",  config,
-                                      "--cluster",       cluster.name,
-                                      "--law",           c.law,
-                                      "--batches",       batch_list,
-                                      "--rounds",        std::to_string(c.rounds),
-                                      "--calibration-tasks", std::to_string(c.calibration_tasks),
-                                      "--unit-ms",       std::to_string(c.unit_ms),
-                                      "--seed",          std::to_string(c.seed),
-                                      "--home",          child_home};
+        std::vector<std::string> args{"--starpu-child",
+                                      config,
+                                      "--cluster",
+                                      cluster.name,
+                                      "--law",
+                                      c.law,
+                                      "--batches",
+                                      batch_list,
+                                      "--rounds",
+                                      std::to_string(c.rounds),
+                                      "--calibration-tasks",
+                                      std::to_string(c.calibration_tasks),
+                                      "--unit-ms",
+                                      std::to_string(c.unit_ms),
+                                      "--seed",
+                                      std::to_string(c.seed),
+                                      "--home",
+                                      child_home};
         try {
           std::istringstream out(run_child(args));
           std::size_t bi = 0;
@@ -637,8 +648,8 @@ int run_rounds(const Config& c, const std::string& home) {
               fields >> batch >> rows[bi].wall >> rows[bi].busy;
               rows[bi].tasks = parse_sizes(fields);
               for (std::size_t i = 0; i < rows[bi].tasks.size() && i < n; ++i) {
-                rows[bi].nominal += static_cast<double>(rows[bi].tasks[i]) * cluster.means[i] *
-                                    c.unit_ms * 1e-3;
+                rows[bi].nominal +=
+                    static_cast<double>(rows[bi].tasks[i]) * cluster.means[i] * c.unit_ms * 1e-3;
               }
               ++bi;
             } else if (tag == "CALIBRATION") {
@@ -731,7 +742,8 @@ int run_overhead(const Config& c, const std::string& home) {
        [&](std::size_t b) {
          std::vector<std::future<void>> futures;
          futures.reserve(b);
-         for (std::size_t t = 0; t < b; ++t) futures.push_back(rvaser_pool.Submit([&touch, t] { touch(t); }));
+         for (std::size_t t = 0; t < b; ++t)
+           futures.push_back(rvaser_pool.Submit([&touch, t] { touch(t); }));
          for (auto& f : futures) f.get();
        }},
 #endif
@@ -759,11 +771,12 @@ int run_overhead(const Config& c, const std::string& home) {
     const std::string child_home = home + "/eager-overhead";
     std::filesystem::create_directories(child_home);
     std::string batch_list;
-    for (const std::size_t b : batches) batch_list += (batch_list.empty() ? "" : " ") + std::to_string(b);
+    for (const std::size_t b : batches)
+      batch_list += (batch_list.empty() ? "" : " ") + std::to_string(b);
     try {
-      std::istringstream out(run_child({"--starpu-child", "eager", "--overhead", "--batches",
-                                        batch_list, "--repetitions",
-                                        std::to_string(c.repetitions), "--home", child_home}));
+      std::istringstream out(
+          run_child({"--starpu-child", "eager", "--overhead", "--batches", batch_list,
+                     "--repetitions", std::to_string(c.repetitions), "--home", child_home}));
       for (std::string line; std::getline(out, line);) {
         std::istringstream fields(line);
         std::string tag;
@@ -816,8 +829,9 @@ int main(int argc, char** argv) {
   Config c;
   ChildArgs child;
   std::string child_config;
-  CLI::App app{"ata_bench_peers: ata against StarPU's schedulers on the same heterogeneous "
-               "sleeping workers, and per-task overhead against oneTBB, Asio, thread_pool"};
+  CLI::App app{
+      "ata_bench_peers: ata against StarPU's schedulers on the same heterogeneous "
+      "sleeping workers, and per-task overhead against oneTBB, Asio, thread_pool"};
   app.add_option("--mode", c.mode, "rounds, overhead or all")
       ->check(CLI::IsMember({"rounds", "overhead", "all"}));
   app.add_option("--clusters", c.clusters, "comma-separated: spread4, onefast4, spread, onefast");
@@ -836,7 +850,8 @@ int main(int argc, char** argv) {
                  "StarPU calibration: tasks each worker runs before the measured rounds");
   app.add_option("--repetitions", c.repetitions, "overhead mode: samples per peer")
       ->check(CLI::PositiveNumber);
-  app.add_flag("--keep-models", c.keep_home, "keep StarPU's model files (STARPU_HOME) after the run");
+  app.add_flag("--keep-models", c.keep_home,
+               "keep StarPU's model files (STARPU_HOME) after the run");
   // The child's own options.
   app.add_option("--starpu-child", child_config)->group("");
   app.add_option("--cluster", child.cluster)->group("");
