@@ -222,6 +222,9 @@ struct ChildArgs {
 
 void start_starpu(const StarpuConfig& config, std::size_t workers, const std::string& home) {
   for (const auto& [key, value] : common_env(workers, home)) setenv(key.c_str(), value.c_str(), 1);
+  // --starpu-messages: StarPU's own warnings on stderr (e.g. "Too big deviation for model
+  // ..., flushing the performance model").
+  if (std::getenv("ATA_PEERS_STARPU_MESSAGES") != nullptr) unsetenv("STARPU_SILENT");
   for (const auto& [key, value] : config.env) setenv(key.c_str(), value.c_str(), 1);
   starpu_conf conf;
   starpu_conf_init(&conf);
@@ -375,6 +378,7 @@ struct Config {
   double unit_ms = 0.25;
   std::uint64_t seed = 1;
   bool keep_home = false;
+  bool starpu_messages = false;
 };
 
 // Runs this program again with `args`; returns what it printed on stdout (its stderr is ours).
@@ -850,6 +854,8 @@ int main(int argc, char** argv) {
                  "StarPU calibration: tasks each worker runs before the measured rounds");
   app.add_option("--repetitions", c.repetitions, "overhead mode: samples per peer")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--starpu-messages", c.starpu_messages,
+               "let StarPU print its warnings (model flushes) on stderr");
   app.add_flag("--keep-models", c.keep_home,
                "keep StarPU's model files (STARPU_HOME) after the run");
   // The child's own options.
@@ -873,6 +879,7 @@ int main(int argc, char** argv) {
       return starpu_child(child);
     }
     const auto start = Clock::now();
+    if (c.starpu_messages) setenv("ATA_PEERS_STARPU_MESSAGES", "1", 1);  // the children see it
     std::string templ = (std::filesystem::temp_directory_path() / "ata_peers.XXXXXX").string();
     if (mkdtemp(templ.data()) == nullptr) {
       throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
