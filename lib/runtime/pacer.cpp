@@ -44,24 +44,18 @@ void Pacer::submit(const std::shared_ptr<Batch>& batch) {
   std::vector<std::size_t> woken;
   woken.reserve(lanes_state_.size());
   std::optional<double> recheck;
-  {
+  // Under the lanes' submission lock: the batch joins the queue, where a lane may take its
+  // tasks at once, only if the pacer is then queued too, before any shutdown (which fails
+  // the batch: it completes once). Refused, the batch was never seen by a lane.
+  lanes_.submit_chosen(shared_from_this(), [&]() -> std::span<const std::size_t> {
     std::lock_guard lock(mutex_);
     batches_.push_back(batch);
     const double now = seconds_now();
     wake_parked(now, woken);
     recheck = recheck_at(now);
-  }
+    return woken;
+  });
   arm(recheck);
-  try {
-    lanes_.submit(shared_from_this(), woken);
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    std::erase(batches_, batch);
-    for (const std::size_t i : woken) {
-      lanes_state_[i].active = lanes_state_[i].busy = lanes_state_[i].pending = false;
-    }
-    throw;
-  }
 }
 
 void Pacer::run(Lane& lane) noexcept {

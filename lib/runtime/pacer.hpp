@@ -21,7 +21,9 @@
 // that parks, and each submission, wakes the parked lanes the rule now gives a task, fastest
 // first, and with no lane busy the rule gives the first of them one. While tasks wait and a
 // lane is parked, a timer re-checks every (fastest parked lane's mean, at least 1 ms), so
-// that a task does not wait forever behind a lane stuck in a task.
+// that a task does not wait forever behind a lane stuck in a task. Submission is one step
+// with the lanes' shutdown (LaneSet::submit_chosen): a batch is refused unseen, or it
+// completes, once.
 
 #include <cstddef>
 #include <deque>
