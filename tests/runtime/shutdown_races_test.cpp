@@ -18,6 +18,7 @@
 
 #include "ata/ata.hpp"
 #include "ata/runtime/posted_lanes.hpp"
+#include "lanes/lane_kinds.hpp"
 #include "support/eventually.hpp"
 #include "support/gate.hpp"
 
@@ -93,6 +94,71 @@ TEST_CASE("late binding racing shutdown: each batch completes once, no task outl
     REQUIRE(outcome_of([&] { (void)scheduler.run(1, [](const rt::TaskContext&) {}); }) ==
             "shut down");
   }
+}
+
+TEST_CASE("a retry summoned to a lane busy with another scheduler's task ends with shutdown",
+          "[runtime][stragglers][shutdown]") {
+  rt::WorkerPool pool(rt::PoolOptions(2));
+  ata::UniformPolicy other_policy(2);
+  rt::BatchScheduler other(pool, other_policy);
+  ata::testing::Gate gate;
+  std::atomic<bool> holding{false};
+  auto held = std::async(std::launch::async, [&] {
+    return outcome_of([&] {
+      (void)other.run(2, [&](const rt::TaskContext& ctx) {
+        if (ctx.worker() != 1) return;
+        holding = true;
+        gate.wait(ctx);
+      });
+    });
+  });
+  REQUIRE(eventually([&] { return holding.load(); }));
+  // Allocation [1, 0]: the task runs on lane 0, throws, and its retry is summoned to lane 1,
+  // queued behind the held task.
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+  std::atomic<int> attempts{0};
+  auto run = std::async(std::launch::async, [&] {
+    return outcome_of([&] {
+      (void)scheduler.run(1, [&](const rt::TaskContext&) {
+        if (attempts++ == 0) throw std::runtime_error("flaky");
+      });
+    });
+  });
+  REQUIRE(eventually([&] { return attempts.load() == 1 && pool.queued_chunks() == 1; }));
+  pool.shutdown();
+  REQUIRE(run.wait_for(10s) == std::future_status::ready);
+  CHECK(run.get() == "shut down");
+  CHECK(attempts.load() == 1);
+  CHECK(held.get() == "shut down");
+  CHECK(scheduler.in_flight() == 0);
+}
+
+TEST_CASE("a retry summoned to a posted lane whose launcher throws fails the batch",
+          "[runtime][stragglers][posted][errors]") {
+  ata::testing::ThreadQueue queue(1);
+  std::atomic<int> refused{0};
+  std::vector<rt::PostedLanes::Launcher> launchers;
+  launchers.push_back(queue.launcher());
+  launchers.push_back([&](std::function<void()>) {
+    ++refused;
+    throw std::runtime_error("executor refused the work");
+  });
+  rt::PostedLanes lanes(std::move(launchers));
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(lanes, policy, rt::SchedulerOptions{}.set_retries(1));
+  std::atomic<int> attempts{0};
+  auto run = std::async(std::launch::async, [&] {
+    return outcome_of([&] {
+      (void)scheduler.run(1, [&](const rt::TaskContext&) {
+        if (attempts++ == 0) throw std::runtime_error("flaky");
+      });
+    });
+  });
+  REQUIRE(run.wait_for(10s) == std::future_status::ready);
+  CHECK_THAT(run.get(), ContainsSubstring("a lane's launcher failed"));
+  CHECK(refused.load() == 1);
+  CHECK(scheduler.in_flight() == 0);
 }
 
 }  // namespace
