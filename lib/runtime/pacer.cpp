@@ -50,6 +50,8 @@ void Pacer::submit(const std::shared_ptr<Batch>& batch) {
   lanes_.submit_chosen(shared_from_this(), [&]() -> std::span<const std::size_t> {
     std::lock_guard lock(mutex_);
     batches_.push_back(batch);
+    // A new batch posts again to lanes whose work was dropped, as a submission to them does.
+    for (LaneState& state : lanes_state_) state.lost = false;
     const double now = seconds_now();
     wake_parked(now, woken);
     recheck = recheck_at(now);
@@ -92,11 +94,17 @@ void Pacer::run(Lane& lane) noexcept {
 
 void Pacer::abandon(std::size_t lane, const std::exception_ptr& reason) noexcept {
   bool others_active = false;
+  std::optional<double> recheck;
   {
     std::lock_guard lock(mutex_);
     lanes_state_[lane].active = lanes_state_[lane].busy = lanes_state_[lane].pending = false;
+    // Its work was dropped unrun (its executor is gone, or its launcher threw): not woken
+    // again for these batches, which would post to it again and again.
+    lanes_state_[lane].lost = true;
     for (const LaneState& state : lanes_state_) others_active = others_active || state.active;
+    recheck = recheck_at(seconds_now());
   }
+  arm(recheck);
   // Another lane comes back to the queue; with none, the batches would wait forever.
   if (!others_active || lanes_.is_shut_down()) fail_all(reason);
 }
@@ -160,7 +168,7 @@ void Pacer::wake_parked(double now, std::vector<std::size_t>& out) noexcept {
   for (const std::size_t j : by_speed_) {
     if (waiting == 0) return;
     LaneState& state = lanes_state_[j];
-    if (state.active) continue;
+    if (state.active || state.lost) continue;
     if (reached_by_others(j, now, waiting) >= waiting) return;
     // Counted as busy from now on, so that the next parked lane is judged with it working.
     state.active = state.busy = state.pending = true;
@@ -175,7 +183,7 @@ std::optional<double> Pacer::recheck_at(double now) noexcept {
   double soonest = 0.0;  // the fastest parked lane's mean
   bool parked = false;
   for (std::size_t j = 0; j < lanes_state_.size(); ++j) {
-    if (lanes_state_[j].active) continue;
+    if (lanes_state_[j].active || lanes_state_[j].lost) continue;
     soonest = parked ? std::min(soonest, means_[j]) : means_[j];
     parked = true;
   }

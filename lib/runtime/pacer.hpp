@@ -21,9 +21,11 @@
 // that parks, and each submission, wakes the parked lanes the rule now gives a task, fastest
 // first, and with no lane busy the rule gives the first of them one. While tasks wait and a
 // lane is parked, a timer re-checks every (fastest parked lane's mean, at least 1 ms), so
-// that a task does not wait forever behind a lane stuck in a task. Submission is one step
-// with the lanes' shutdown (LaneSet::submit_chosen): a batch is refused unseen, or it
-// completes, once.
+// that a task does not wait forever behind a lane stuck in a task. A lane whose run was
+// dropped unrun (its executor gone, its launcher throwing) is "lost": never woken again
+// until the next submission; with no other lane active, the batches fail with the lanes'
+// error. Submission is one step with the lanes' shutdown (LaneSet::submit_chosen): a batch
+// is refused unseen, or it completes, once.
 
 #include <cstddef>
 #include <deque>
@@ -67,6 +69,7 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
     bool active = false;               // the pacer is queued or running on the lane
     bool busy = false;                 // running a task since `started`, or woken to start one then
     bool pending = false;              // woken, its run not started: the rule counts a task for it
+    bool lost = false;                 // its run was dropped unrun: not woken until a submission
     double started = 0.0;              // seconds, steady clock
     std::shared_ptr<Batch> current;    // the batch of the task it runs, for interrupt()
     std::vector<std::size_t> to_wake;  // scratch of the lane's run(), capacity n

@@ -49,6 +49,69 @@ std::string outcome_of(Run run) {
   }
 }
 
+// One thread running the work posted to it until go(): then it stops (after the work it is
+// running) and drops what is queued, and work posted later is dropped unrun and counted, as a
+// destroyed io_context would drop it.
+class GoneExecutor {
+ public:
+  GoneExecutor() : thread_([this] { serve(); }) {}
+  ~GoneExecutor() { go(); }
+  GoneExecutor(const GoneExecutor&) = delete;
+  GoneExecutor& operator=(const GoneExecutor&) = delete;
+
+  rt::PostedLanes::Launcher launcher() {
+    return [this](std::function<void()> work) { post(std::move(work)); };
+  }
+  void go() {
+    {
+      std::lock_guard lock(mutex_);
+      if (gone_) return;
+      gone_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+    std::deque<std::function<void()>> left;
+    {
+      std::lock_guard lock(mutex_);
+      left.swap(queue_);
+    }
+  }
+  [[nodiscard]] int posts_after_gone() const { return posts_after_gone_.load(); }
+
+ private:
+  void post(std::function<void()> work) {
+    {
+      std::lock_guard lock(mutex_);
+      if (gone_) {
+        ++posts_after_gone_;
+        return;  // `work` dies here, unrun
+      }
+      queue_.push_back(std::move(work));
+    }
+    changed_.notify_one();
+  }
+  void serve() {
+    for (;;) {
+      std::function<void()> work;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return gone_ || !queue_.empty(); });
+        if (gone_) return;
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      work();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> queue_;
+  bool gone_ = false;
+  std::atomic<int> posts_after_gone_{0};
+  std::thread thread_;
+};
+
 TEST_CASE("late binding racing shutdown: each batch completes once, no task outlives run()",
           "[runtime][late][shutdown]") {
   // ATA_LATE_SHUTDOWN_ROUNDS=2000 for the full check (issue 25: under TSan every run of 200
@@ -159,6 +222,31 @@ TEST_CASE("a retry summoned to a posted lane whose launcher throws fails the bat
   CHECK_THAT(run.get(), ContainsSubstring("a lane's launcher failed"));
   CHECK(refused.load() == 1);
   CHECK(scheduler.in_flight() == 0);
+}
+
+TEST_CASE("late binding does not post again to a lane whose executor dropped its work",
+          "[runtime][late][posted]") {
+  GoneExecutor executors[2];
+  std::vector<rt::PostedLanes::Launcher> launchers;
+  for (auto& executor : executors) launchers.push_back(executor.launcher());
+  rt::PostedLanes lanes(std::move(launchers));
+  auto policy = ata::make_policy("ata-auto", 2);
+  rt::BatchScheduler scheduler(lanes, *policy, late());
+  // Lane 0 fast, lane 1 slow.
+  const auto nap = [](const rt::TaskContext& ctx) {
+    std::this_thread::sleep_for(ctx.worker() == 0 ? 1ms : 30ms);
+  };
+  (void)scheduler.run(2, nap);  // unmeasured: each lane takes one
+  {
+    std::lock_guard lock(policy->mutex());
+    REQUIRE(policy->stats(1).count() == 1);
+  }
+  // Lane 1's executor goes while lane 1 is idle. Lane 0 alone would take 100 ms: the rule
+  // wakes lane 1 for the tasks lane 0 would reach last, and its work is dropped unrun.
+  executors[1].go();
+  const auto result = scheduler.run(100, nap);
+  CHECK(executors[1].posts_after_gone() == 1);
+  CHECK(result.report.allocation == ata::Allocation({100, 0}));
 }
 
 }  // namespace
