@@ -21,11 +21,12 @@
 // that parks, and each submission, wakes the parked lanes the rule now gives a task, fastest
 // first, and with no lane busy the rule gives the first of them one. While tasks wait and a
 // lane is parked, a timer re-checks every (fastest parked lane's mean, at least 1 ms), so
-// that a task does not wait forever behind a lane stuck in a task. A lane whose run was
-// dropped unrun (its executor gone, its launcher throwing) is "lost": never woken again
-// until the next submission; with no other lane active, the batches fail with the lanes'
-// error. Submission is one step with the lanes' shutdown (LaneSet::submit_chosen): a batch
-// is refused unseen, or it completes, once.
+// that a task does not wait forever behind a lane stuck in a task, nor behind a lane woken
+// for it that has not started within the time the parked lane would take (it runs other
+// work). A lane whose run was dropped unrun (its executor gone, its launcher throwing) is
+// "lost": never woken again until the next submission; with no other lane active, the
+// batches fail with the lanes' error. Submission is one step with the lanes' shutdown
+// (LaneSet::submit_chosen): a batch is refused unseen, or it completes, once.
 
 #include <cstddef>
 #include <deque>

@@ -249,4 +249,32 @@ TEST_CASE("late binding does not post again to a lane whose executor dropped its
   CHECK(result.report.allocation == ata::Allocation({100, 0}));
 }
 
+TEST_CASE("late binding: a task does not wait behind a lane held by another scheduler",
+          "[runtime][late]") {
+  rt::WorkerPool pool(rt::PoolOptions(2));
+  ata::UniformPolicy other_policy(2);
+  rt::BatchScheduler other(pool, other_policy);
+  ata::testing::Gate gate;
+  std::atomic<bool> holding{false};
+  auto held = std::async(std::launch::async, [&] {
+    (void)other.run(1, [&](const rt::TaskContext& ctx) {  // allocation [1, 0]: lane 0
+      holding = true;
+      gate.wait(ctx);
+    });
+  });
+  REQUIRE(eventually([&] { return holding.load(); }));
+  auto policy = ata::make_policy("ata-auto", 2);
+  rt::BatchScheduler scheduler(pool, *policy, late());
+  // Unmeasured lanes: the pacer wakes lane 0 first, which is held; lane 1 is idle.
+  auto run = std::async(std::launch::async, [&] {
+    return scheduler.run(1, [](const rt::TaskContext& ctx) { return ctx.worker(); });
+  });
+  const bool done_while_held = run.wait_for(10s) == std::future_status::ready;
+  CHECK(done_while_held);
+  gate.open();
+  held.get();
+  const auto result = run.get();
+  CHECK(result.values == std::vector<std::size_t>{1});
+}
+
 }  // namespace
