@@ -140,9 +140,9 @@ std::size_t Pacer::reached_by_others(std::size_t lane, double now,
       if (left >= theirs) ends = static_cast<std::size_t>(left / theirs);
     }
     // A lane woken to take a task takes one, unless it has not started within the time
-    // this lane would need to run it: it waits behind other work (another scheduler's task,
-    // a detached copy), and this lane takes the task rather than wait with it.
-    if (lanes_state_[j].pending && now - lanes_state_[j].started < std::max(mine, kMinRecheck)) {
+    // this lane would need to run it (and kStartGrace): it waits behind other work (another
+    // scheduler's task, a detached copy), and this lane takes the task rather than wait too.
+    if (lanes_state_[j].pending && now - lanes_state_[j].started < std::max(mine, kStartGrace)) {
       ends = std::max<std::size_t>(ends, 1);
     }
     reached += ends;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/eventually.hpp"
 
 namespace {
 
@@ -48,13 +49,14 @@ TEST_CASE("late binding: a task does not wait forever behind a worker stuck in a
   rt::WorkerPool pool{rt::PoolOptions(2)};
   auto policy = ata::make_policy("ata-auto", 2);
   rt::BatchScheduler scheduler(pool, *policy, late());
-  // Until both are measured: a lane woken that has not started within a millisecond (a
-  // loaded machine) leaves its task to the other one.
-  for (int round = 0; round < 5 || (round < 200 && (policy->stats(0).count() == 0 ||
-                                                     policy->stats(1).count() == 0));
-       ++round) {
-    (void)scheduler.run(8, [](const rt::TaskContext&) {});
-  }
+  // Both lanes measured: the first batch's two tasks wait for each other (a lane woken but
+  // slow to start, on a loaded machine, would otherwise leave its task to the other one).
+  std::atomic<int> warming{0};
+  (void)scheduler.run(2, [&](const rt::TaskContext&) {
+    ++warming;
+    (void)ata::testing::eventually([&] { return warming.load() == 2; });
+  });
+  for (int round = 0; round < 5; ++round) (void)scheduler.run(8, [](const rt::TaskContext&) {});
   REQUIRE(policy->stats(0).count() > 0);
   REQUIRE(policy->stats(1).count() > 0);
   // By the learned means (microseconds), the worker that starts first would end both tasks at
