@@ -159,11 +159,19 @@ void Batch::run_entered_task(Lane& worker, std::size_t task) noexcept {
 
 void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexcept {
   if (tracked_) {
-    // A lane summoned to help (its share ran already, or it had none) is not needed.
-    std::lock_guard lock(tracked_->mutex);
+    // A lane summoned to help (its share ran already, or it had none) is not needed, unless
+    // a retry now waits for no lane at all: nothing else would decide the batch.
+    std::unique_lock lock(tracked_->mutex);
     Tracked::LaneState& lane = tracked_->lane[worker];
     if (lane.summoned) {
       lane.summoned = false;
+      if (!retry_stranded()) {
+        // A lane inside may still leave the retry behind: it then fails the batch with this.
+        if (!tracked_->summon_lost) tracked_->summon_lost = reason;
+        return;
+      }
+      lock.unlock();
+      decide(Outcome::failed, reason);
       return;
     }
   }

@@ -196,6 +196,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void on_timer() noexcept;
   // Queues this batch on `lane` again (its entry is free), with nothing locked.
   void summon(std::size_t lane) noexcept;
+  // Whether a retry waits with no lane to come for it: none inside, summoned, or still to
+  // reach its share (a summoned lane never came).
+  [[nodiscard]] bool retry_stranded() const noexcept;
   // A lane other than `failed` that may be summoned to retry a task; npos when none.
   [[nodiscard]] std::size_t retry_lane(std::size_t failed) const noexcept;
   // Ends tracking at completion: what still runs is recorded as stopped and censored.
@@ -313,6 +316,9 @@ struct Batch::Tracked {
   std::optional<DeadlineTimer::Id> timer;  // armed for `timer_at`
   DeadlineTimer::Clock::time_point timer_at;
   bool released = false;  // complete: nothing more is recorded, no timer armed
+  // Why a summoned lane never came (shut down, its work refused or dropped unrun): the
+  // batch's error if a retry is left with no lane to take it.
+  std::exception_ptr summon_lost;
 };
 
 }  // namespace ata::runtime::detail

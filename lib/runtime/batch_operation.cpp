@@ -155,6 +155,17 @@ void BatchOperation::launch() noexcept {
   }
 }
 
+void BatchOperation::drop_launch() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (stage_ != Stage::admitted) return;
+    stage_ = Stage::finished;
+    status_ = BatchStatus::failed;
+  }
+  disarm_deadline();
+  scheduler_.engine_->admission.leave();
+}
+
 void BatchOperation::submit_now() {
   Policy& policy = scheduler_.policy_;
   LaneSet& core = core_of(scheduler_.lanes_);

@@ -143,6 +143,12 @@ void Batch::run_tracked(Lane& worker) {
   }
   me.inside = false;
   arm_timer();
+  if (retry_stranded() && t.summon_lost) {
+    // The lane summoned for a retry never came, and no other lane will take it.
+    std::exception_ptr reason = std::exchange(t.summon_lost, nullptr);
+    lock.unlock();
+    decide(Outcome::failed, std::move(reason));
+  }
 }
 
 Batch::Pick Batch::pick_task(std::size_t lane) {
@@ -262,10 +268,25 @@ void Batch::summon(std::size_t lane) noexcept {
   try {
     lanes_->submit(shared_from_this(), targets);
   } catch (...) {
-    // Shut down: the batch fails anyway.
-    std::lock_guard lock(tracked_->mutex);
+    // Shut down: the batch fails, from here if nothing else would decide it.
+    std::unique_lock lock(tracked_->mutex);
     tracked_->lane[lane].summoned = false;
+    if (!tracked_->summon_lost) tracked_->summon_lost = std::current_exception();
+    if (!retry_stranded()) return;
+    std::exception_ptr reason = std::exchange(tracked_->summon_lost, nullptr);
+    lock.unlock();
+    decide(Outcome::failed, std::move(reason));
   }
+}
+
+bool Batch::retry_stranded() const noexcept {
+  const Tracked& t = *tracked_;
+  if (t.released || t.retry.empty()) return false;
+  for (std::size_t j = 0; j < t.lane.size(); ++j) {
+    const Tracked::LaneState& lane = t.lane[j];
+    if (lane.inside || lane.summoned || (allocation_[j] > 0 && !lane.entered)) return false;
+  }
+  return true;
 }
 
 std::size_t Batch::retry_lane(std::size_t failed) const noexcept {

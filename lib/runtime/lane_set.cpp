@@ -137,8 +137,17 @@ bool LaneSet::is_own_thread() const noexcept { return current_set == this; }
 
 void LaneSet::submit(const std::shared_ptr<Chunk>& chunk, std::span<const std::size_t> targets) {
   std::lock_guard order(submit_mutex_);
-  if (shut_down_) throw ShutdownError(what_ + " is shut down: cannot run a batch on it");
+  if (shut_down_) refuse();
   // Nothing below allocates or throws: every lane gets the chunk, or (above) none does.
+  queue_locked(chunk, targets);
+}
+
+void LaneSet::refuse() const {
+  throw ShutdownError(what_ + " is shut down: cannot run a batch on it");
+}
+
+void LaneSet::queue_locked(const std::shared_ptr<Chunk>& chunk,
+                           std::span<const std::size_t> targets) noexcept {
   for (std::size_t target : targets) {
     Lane& lane = *lanes_[target];
     QueueEntry& entry = chunk->entry(target);

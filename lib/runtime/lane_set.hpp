@@ -150,6 +150,17 @@ class LaneSet {
   // Submissions are ordered as a whole, so every lane queue sees batches in the same order.
   // Throws ShutdownError (queuing nothing) after shutdown() has started.
   void submit(const std::shared_ptr<Chunk>& chunk, std::span<const std::size_t> targets);
+  // As submit(), with the targets chosen by `choose()` under the submission lock, after the
+  // shutdown check: whatever `choose()` makes visible (the pacer's queue takes a batch) and the
+  // queuing are one step with respect to shutdown, which comes wholly before (ShutdownError,
+  // `choose()` not called) or wholly after. `choose()` may throw, queuing nothing; the span
+  // it returns must stay valid until the call returns.
+  template <class Choose>
+  void submit_chosen(const std::shared_ptr<Chunk>& chunk, Choose&& choose) {
+    std::lock_guard order(submit_mutex_);
+    if (shut_down_) refuse();
+    queue_locked(chunk, choose());
+  }
   // Stops the running chunks, abandons the queued ones and waits for the running ones to end;
   // throws ata::Error on the set's own thread, which would wait for itself. Otherwise
   // allocates nothing and throws nothing.
@@ -184,6 +195,11 @@ class LaneSet {
   std::vector<std::shared_ptr<Lane>> lanes_;
 
  private:
+  [[noreturn]] void refuse() const;
+  // Queues `chunk` on `targets`; submit_mutex_ held, the set not shut down. Cannot fail.
+  void queue_locked(const std::shared_ptr<Chunk>& chunk,
+                    std::span<const std::size_t> targets) noexcept;
+
   const std::string what_;
   // Built up front, so that shutting down allocates nothing and cannot fail.
   const std::exception_ptr abandoned_error_;

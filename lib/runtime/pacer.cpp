@@ -44,24 +44,20 @@ void Pacer::submit(const std::shared_ptr<Batch>& batch) {
   std::vector<std::size_t> woken;
   woken.reserve(lanes_state_.size());
   std::optional<double> recheck;
-  {
+  // Under the lanes' submission lock: the batch joins the queue, where a lane may take its
+  // tasks at once, only if the pacer is then queued too, before any shutdown (which fails
+  // the batch: it completes once). Refused, the batch was never seen by a lane.
+  lanes_.submit_chosen(shared_from_this(), [&]() -> std::span<const std::size_t> {
     std::lock_guard lock(mutex_);
     batches_.push_back(batch);
+    // A new batch posts again to lanes whose work was dropped, as a submission to them does.
+    for (LaneState& state : lanes_state_) state.lost = false;
     const double now = seconds_now();
     wake_parked(now, woken);
     recheck = recheck_at(now);
-  }
+    return woken;
+  });
   arm(recheck);
-  try {
-    lanes_.submit(shared_from_this(), woken);
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    std::erase(batches_, batch);
-    for (const std::size_t i : woken) {
-      lanes_state_[i].active = lanes_state_[i].busy = lanes_state_[i].pending = false;
-    }
-    throw;
-  }
 }
 
 void Pacer::run(Lane& lane) noexcept {
@@ -98,11 +94,17 @@ void Pacer::run(Lane& lane) noexcept {
 
 void Pacer::abandon(std::size_t lane, const std::exception_ptr& reason) noexcept {
   bool others_active = false;
+  std::optional<double> recheck;
   {
     std::lock_guard lock(mutex_);
     lanes_state_[lane].active = lanes_state_[lane].busy = lanes_state_[lane].pending = false;
+    // Its work was dropped unrun (its executor is gone, or its launcher threw): not woken
+    // again for these batches, which would post to it again and again.
+    lanes_state_[lane].lost = true;
     for (const LaneState& state : lanes_state_) others_active = others_active || state.active;
+    recheck = recheck_at(seconds_now());
   }
+  arm(recheck);
   // Another lane comes back to the queue; with none, the batches would wait forever.
   if (!others_active || lanes_.is_shut_down()) fail_all(reason);
 }
@@ -137,8 +139,12 @@ std::size_t Pacer::reached_by_others(std::size_t lane, double now,
       const double left = mine - std::max(theirs - ran, ran);
       if (left >= theirs) ends = static_cast<std::size_t>(left / theirs);
     }
-    // A lane woken to take a task takes one, however slow it is to start.
-    if (lanes_state_[j].pending) ends = std::max<std::size_t>(ends, 1);
+    // A lane woken to take a task takes one, unless it has not started within the time
+    // this lane would need to run it (and kStartGrace): it waits behind other work (another
+    // scheduler's task, a detached copy), and this lane takes the task rather than wait too.
+    if (lanes_state_[j].pending && now - lanes_state_[j].started < std::max(mine, kStartGrace)) {
+      ends = std::max<std::size_t>(ends, 1);
+    }
     reached += ends;
   }
   return std::min(reached, waiting);
@@ -166,7 +172,7 @@ void Pacer::wake_parked(double now, std::vector<std::size_t>& out) noexcept {
   for (const std::size_t j : by_speed_) {
     if (waiting == 0) return;
     LaneState& state = lanes_state_[j];
-    if (state.active) continue;
+    if (state.active || state.lost) continue;
     if (reached_by_others(j, now, waiting) >= waiting) return;
     // Counted as busy from now on, so that the next parked lane is judged with it working.
     state.active = state.busy = state.pending = true;
@@ -181,7 +187,7 @@ std::optional<double> Pacer::recheck_at(double now) noexcept {
   double soonest = 0.0;  // the fastest parked lane's mean
   bool parked = false;
   for (std::size_t j = 0; j < lanes_state_.size(); ++j) {
-    if (lanes_state_[j].active) continue;
+    if (lanes_state_[j].active || lanes_state_[j].lost) continue;
     soonest = parked ? std::min(soonest, means_[j]) : means_[j];
     parked = true;
   }

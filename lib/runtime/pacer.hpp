@@ -21,7 +21,12 @@
 // that parks, and each submission, wakes the parked lanes the rule now gives a task, fastest
 // first, and with no lane busy the rule gives the first of them one. While tasks wait and a
 // lane is parked, a timer re-checks every (fastest parked lane's mean, at least 1 ms), so
-// that a task does not wait forever behind a lane stuck in a task.
+// that a task does not wait forever behind a lane stuck in a task, nor behind a lane woken
+// for it that has not started within the time the parked lane would take, or 10 ms (it
+// runs other work). A lane whose run was dropped unrun (its executor gone, its launcher
+// throwing) is "lost": never woken again until the next submission; with no other lane
+// active, the batches fail with the lanes' error. Submission is one step with the lanes'
+// shutdown (LaneSet::submit_chosen): a batch is refused unseen, or it completes, once.
 
 #include <cstddef>
 #include <deque>
@@ -65,6 +70,7 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
     bool active = false;               // the pacer is queued or running on the lane
     bool busy = false;                 // running a task since `started`, or woken to start one then
     bool pending = false;              // woken, its run not started: the rule counts a task for it
+    bool lost = false;                 // its run was dropped unrun: not woken until a submission
     double started = 0.0;              // seconds, steady clock
     std::shared_ptr<Batch> current;    // the batch of the task it runs, for interrupt()
     std::vector<std::size_t> to_wake;  // scratch of the lane's run(), capacity n
@@ -101,6 +107,9 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
 
   // Re-checks no more often than this: tasks of microseconds would keep the timer busy.
   static constexpr double kMinRecheck = 1e-3;
+  // A lane woken for a task may take this long to start (a thread woken on a loaded machine
+  // waits for a core) before another lane takes the task from it.
+  static constexpr double kStartGrace = 10e-3;
 
   LaneSet& lanes_;
   std::mutex mutex_;

@@ -308,6 +308,42 @@ TEST_CASE("pool shutdown with asynchronous batches in flight: each completes wit
   CHECK(scheduler.in_flight() == 0);
 }
 
+TEST_CASE("an io_context destroyed with an admitted batch's launch posted gives its slot back",
+          "[async][errors]") {
+  rt::WorkerPool pool(2);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_max_in_flight(1));
+  Gate gate;
+  std::atomic<bool> holding{false};
+  // The slot's holder: a blocking batch whose task waits.
+  auto holder = std::async(std::launch::async, [&] {
+    (void)scheduler.run(1, [&](const rt::TaskContext& ctx) {
+      holding = true;
+      gate.wait(ctx);
+    });
+  });
+  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  std::atomic<int> handled{0};
+  {
+    asio::io_context io;  // never run: the launch step waits in it
+    rt::async_run(scheduler, 2, kSquare,
+                  asio::bind_executor(io, [&](std::exception_ptr, rt::BatchResult<std::size_t>) {
+                    handled.fetch_add(1);
+                  }));
+    CHECK(scheduler.in_flight() == 1);
+    // Freeing the slot admits the queued batch: its launch is posted to `io` by then.
+    gate.open();
+    holder.get();
+    CHECK(scheduler.in_flight() == 1);
+  }  // destroyed with the launch step queued, unrun: the handler goes with it
+  CHECK(handled.load() == 0);
+  REQUIRE(scheduler.in_flight() == 0);
+  // The slot is free: a blocking batch runs rather than waiting for it forever.
+  const auto result = scheduler.run(
+      3, kSquare, rt::BatchOptions{.deadline = std::chrono::milliseconds(500)});
+  check_squares(result.values, 3);
+}
+
 TEST_CASE("B = 0 completes with InvalidArgument through the handler", "[async][errors]") {
   rt::WorkerPool pool(1);
   ata::UniformPolicy policy(1);

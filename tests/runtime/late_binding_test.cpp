@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/eventually.hpp"
 
 namespace {
 
@@ -48,6 +49,13 @@ TEST_CASE("late binding: a task does not wait forever behind a worker stuck in a
   rt::WorkerPool pool{rt::PoolOptions(2)};
   auto policy = ata::make_policy("ata-auto", 2);
   rt::BatchScheduler scheduler(pool, *policy, late());
+  // Both lanes measured: the first batch's two tasks wait for each other (a lane woken but
+  // slow to start, on a loaded machine, would otherwise leave its task to the other one).
+  std::atomic<int> warming{0};
+  (void)scheduler.run(2, [&](const rt::TaskContext&) {
+    ++warming;
+    (void)ata::testing::eventually([&] { return warming.load() == 2; });
+  });
   for (int round = 0; round < 5; ++round) (void)scheduler.run(8, [](const rt::TaskContext&) {});
   REQUIRE(policy->stats(0).count() > 0);
   REQUIRE(policy->stats(1).count() > 0);

@@ -15,6 +15,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <exception>
@@ -61,26 +62,60 @@ class AsyncOperation final : public BatchOperation {
 
  private:
   void on_admitted() noexcept override {
-    post_to_handler([](AsyncOperation& self) { self.launch(); });
+    // Destroyed unrun (an io_context destroyed with it queued), the launch gives its slot
+    // back: the scheduler's later batches would otherwise wait for it forever.
+    post_to_handler([](AsyncOperation& self) { self.launch(); },
+                    [](AsyncOperation& self) { self.drop_launch(); });
   }
   void on_finished() noexcept override {
-    post_to_handler([](AsyncOperation& self) { self.complete(); });
+    post_to_handler([](AsyncOperation& self) { self.complete(); },
+                    [](AsyncOperation&) {});  // the handler goes with its executor
   }
 
-  // Runs `step` on the handler's associated executor, never inline.
-  template <class Step>
-  void post_to_handler(Step step) noexcept {
+  // One posted step, shared by the copies an executor makes: runs `step` once, or `dropped`
+  // if every copy is destroyed unrun.
+  template <class Step, class Dropped>
+  class PostedStep {
+   public:
+    PostedStep(std::shared_ptr<AsyncOperation> self, Step step, Dropped dropped)
+        : self_(std::move(self)), step_(step), dropped_(dropped) {}
+    PostedStep(const PostedStep&) = delete;
+    PostedStep& operator=(const PostedStep&) = delete;
+    ~PostedStep() {
+      if (!ran_.exchange(true, std::memory_order_acq_rel)) dropped_(*self_);
+    }
+    void operator()() noexcept {
+      if (!ran_.exchange(true, std::memory_order_acq_rel)) step_(*self_);
+    }
+
+   private:
+    const std::shared_ptr<AsyncOperation> self_;
+    Step step_;
+    Dropped dropped_;
+    std::atomic<bool> ran_{false};
+  };
+
+  // Runs `step` on the handler's associated executor, never inline; `dropped` instead if the
+  // executor destroys the step unrun.
+  template <class Step, class Dropped>
+  void post_to_handler(Step step, Dropped dropped) noexcept {
     // Held across the post, released after it: Asio wakes the executor's thread after
     // unlocking, so without it that thread could run the step, run out of work and let its
     // io_context be destroyed while this thread (a worker) is still inside post().
     const auto posting = boost::asio::make_work_guard(work_.get_executor());
+    std::shared_ptr<PostedStep<Step, Dropped>> posted;
     try {
-      boost::asio::post(work_.get_executor(),
-                        [this, keep = shared_from_this(), step] { step(*this); });
+      posted = std::make_shared<PostedStep<Step, Dropped>>(
+          std::static_pointer_cast<AsyncOperation>(shared_from_this()), step, dropped);
+      boost::asio::post(work_.get_executor(), [posted] { (*posted)(); });
     } catch (...) {
       // Posting allocates; without memory there is no thread to complete on. Completing here
       // keeps the promise that every operation completes, if not that it never runs inline.
-      step(*this);
+      if (posted) {
+        (*posted)();
+      } else {
+        step(*this);
+      }
     }
   }
 

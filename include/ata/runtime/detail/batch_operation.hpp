@@ -73,6 +73,10 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   void start_async() noexcept;
   /// Asynchronous front end, after on_admitted(): allocates and submits the batch.
   void launch() noexcept;
+  /// Asynchronous front end, instead of launch(): the step that would have called it was
+  /// destroyed unrun (an io_context destroyed with it queued). Gives the slot back; the
+  /// operation ends as failed without on_finished(), whose handler went with its executor.
+  void drop_launch() noexcept;
 
   /// A queued asynchronous batch now holds a slot: the front end must call launch() soon
   /// (posting it to its executor). Called on the thread that freed the slot; must not throw.
