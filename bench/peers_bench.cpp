@@ -11,7 +11,7 @@
 //     worker's law; a history-based starpu_perfmodel is attached, so dmda learns the times.
 //     Calibration rounds run first, outside the measured rounds (see calibrate()).
 //   - ata's strategies on a WorkerPool of the same n, the same laws and the same random
-//     streams (worker i draws from ata::sim::Rng(seed, i) in both), rounds interleaved.
+//     streams (worker i draws from ata::models::Rng(seed, i) in both), rounds interleaved.
 // and prints makespan (wall) and busy worker time per round relative to ata's OFTA, one table
 // per cluster.
 // Overhead mode: empty tasks on 2 threads, wall time per task for each peer side by side.
@@ -91,9 +91,9 @@ const Cluster& cluster_named(const std::string& name) {
                               "' (spread4, onefast4, spread, onefast, spread2, onefast2)");
 }
 
-ata::sim::TimeModel law_of(const std::string& law, double mean) {
-  return law == "exponential" ? ata::sim::TimeModel::exponential(mean)
-                              : ata::sim::TimeModel::constant(mean);
+ata::models::TimeModel law_of(const std::string& law, double mean) {
+  return law == "exponential" ? ata::models::TimeModel::exponential(mean)
+                              : ata::models::TimeModel::constant(mean);
 }
 
 // One StarPU configuration: a scheduler and the variables its child process sets.
@@ -177,9 +177,9 @@ double median(std::vector<double> v) {
 // The StarPU child.
 
 struct ChildState {
-  std::vector<ata::sim::TimeModel> laws;
+  std::vector<ata::models::TimeModel> laws;
   double unit = 1e-3;  // seconds per model unit
-  std::vector<ata::sim::Rng> rngs;
+  std::vector<ata::models::Rng> rngs;
   std::vector<double> busy;        // seconds, this round
   std::vector<std::size_t> tasks;  // since the last reset
 };
