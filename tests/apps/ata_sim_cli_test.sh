@@ -144,6 +144,21 @@ for key in '"work_price": 0.0196078431372549' '"work_price_default": true' '"obj
   grep -qF "$key" "$work/race.json" || fail "JSON lacks $key"
 done
 head -n1 "$work/race.csv" | grep -q "^strategy,round,wall_time,worker_time,objective," || fail "CSV objective column"
+# The plots: every strategy a series, race:M in styles of their own (plot.py's EXTRA_STYLES).
+if "$program" --rounds 20 --strategies race:3,race:6 --backups off --plot "$work/race-plots" >"$work/out" 2>"$work/err"; then
+  for file in objective.png wall_vs_worker_time.png wall_time.png; do
+    [ -s "$work/race-plots/$file" ] || fail "no $file"
+  done
+  python3 - "$work/race-plots/plot-data.json" <<'PY' || fail "plot data lacks the races"
+import json, sys
+figures = json.load(open(sys.argv[1]))["figures"]
+for f in figures:
+    labels = [s["label"] for s in f["series"]]
+    assert labels[:2] == ["race:3", "race:6"] and "eofta" in labels, labels
+PY
+else
+  grep -qF "plotting failed" "$work/err" || fail "plotting: $(cat "$work/err")"  # no matplotlib here
+fi
 grep -q "^race:6,20," "$work/race.csv" || fail "CSV lacks race:6"
 "$program" --rounds 20 --work-price 0 --json "$work/p0.json" >"$work/out"
 grep -q "p = 0$" "$work/out" || fail "--work-price 0: $(head -n5 "$work/out")"
