@@ -80,7 +80,7 @@ TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
   CHECK(sim({"--work-price", "2.5e-3"}).work_price == 2.5e-3);
 }
 
-TEST_CASE("--work-price is a finite number >= 0 in every app that takes it", "[apps][cli][errors]") {
+TEST_CASE("the work price (--work-price) is a finite number >= 0 in every app that takes it", "[apps][cli][errors]") {
   using ata::ml::Method;
   for (const char* bad : {"-1", "inf", "nan", "1e400", "abc", "", "0x1p3", "-0.5"}) {
     const std::string expected = std::string("--work-price: must be a number >= 0, got '") + bad + "'";
