@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
+#include "ata/core/objective.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
 #include "ata/runtime/pool_options.hpp"
@@ -48,6 +50,7 @@ struct Options {
   std::string backups = "off";
   std::string binding = "arrival";
   std::string cpus;  // comma list, worker i pinned to CPU LIST[i]
+  std::optional<double> work_price;  // empty: 1/n (ata::Objective)
 };
 
 void check_at_most(const char* flag, std::size_t value, std::size_t most) {
@@ -105,7 +108,10 @@ int serve(const Options& o) {
   config.draws = o.draws;
   config.seed = o.seed;
   config.strategy = std::string(policy->name());
+  config.work_price = ata::Objective{o.work_price}.price(scenario.workers());
   const nlohmann::json description{{"strategy", config.strategy},
+                                   {"work_price", config.work_price},
+                                   {"work_price_default", !o.work_price.has_value()},
                                    {"load_aware", o.load_aware == "on"},
                                    {"backups", o.backups},
                                    {"binding", o.binding},
@@ -135,6 +141,10 @@ int serve(const Options& o) {
       "  POST /estimate {\"samples\": B} (B <= %zu), GET /stats, GET /metrics, GET "
       "/healthz; SIGINT or SIGTERM stops it (grace %zu ms)\n",
       o.max_samples, o.grace_ms);
+  std::printf(
+      "  each reply's batch reports wall_seconds, worker_seconds and objective_seconds = wall + "
+      "p x worker, p = %s%s\n",
+      ata::apps::general(config.work_price, 4).c_str(), o.work_price ? "" : " (1/n, the default)");
   std::fflush(stdout);
   server.run();
   std::uint64_t responses = 0;
@@ -169,7 +179,7 @@ int main(int argc, char** argv) {
   app.add_option("--unit-us", o.unit_us, "microseconds per model unit of delay")
       ->check(ata::apps::kPositiveNumber);
   app.add_flag("--burn", o.burn, "spin on the CPU instead of sleeping the delays");
-  app.add_option("--strategy", o.strategy, "gta, ofta, uta, ata, ata-e, ata-auto or pull");
+  app.add_option("--strategy", o.strategy, "gta, ofta, uta, ata, ata-e, ata-auto, pull or race:M");
   app.add_option("--seed", o.seed, "seed of the workers' delays, ata-auto, and unseeded requests")
       ->transform(ata::apps::whole_number(0));
   app.add_option("--draws", o.draws, "Monte Carlo draws per task")
@@ -204,6 +214,11 @@ int main(int argc, char** argv) {
                  "comma list: worker i runs on CPU LIST[i] only; workers sharing a CPU share its "
                  "time (with --burn, their delays too): real unequal shares of the machine")
       ->transform(ata::apps::cpu_list(kMostCpuList));
+  app.add_option("--work-price", o.work_price,
+                 "price p of a worker-second in wall-seconds: each batch reports objective_seconds "
+                 "= wall + p x worker seconds (0: wall time only; default 1/n, so the whole "
+                 "cluster busy for a second costs as much as a second of waiting)")
+      ->check(ata::apps::kNonNegativeNumber);
   return ata::apps::run_reporting_errors(kProgram, [&] {
     if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
       std::fputs(help->c_str(), stdout);

@@ -32,10 +32,23 @@ const StrategyRun& find(const std::vector<StrategyRun>& runs, const std::string&
   return *std::find_if(runs.begin(), runs.end(), [&](const StrategyRun& r) { return r.name == name; });
 }
 
+// The run of `name`, or null when it was left out (EOFTA where it does not fit).
+const StrategyRun* find_if_ran(const std::vector<StrategyRun>& runs, const std::string& name) {
+  const auto it =
+      std::find_if(runs.begin(), runs.end(), [&](const StrategyRun& r) { return r.name == name; });
+  return it == runs.end() ? nullptr : &*it;
+}
+
+// value / reference, or null when there is no reference.
+nlohmann::json ratio_json(double value, const StrategyRun* reference, double StrategyRun::*field) {
+  if (reference == nullptr || !(reference->*field > 0.0)) return nullptr;
+  return value / (reference->*field);
+}
+
 nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& config,
-                            const std::vector<StrategyRun>& runs) {
+                            const std::vector<StrategyRun>& runs, const std::string& eofta_note) {
   const auto& ofta = find(runs, "ofta");
-  const auto& eofta = find(runs, "eofta");
+  const StrategyRun* eofta = find_if_ran(runs, "eofta");
   const auto& gta = find(runs, "gta");
   nlohmann::json strategies = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -44,7 +57,9 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"worker_time", r.worker_time},
                      {"wall_time_vs_ofta", r.wall_time / ofta.wall_time},
                      {"worker_time_vs_ofta", r.worker_time / ofta.worker_time},
-                     {"wall_time_vs_eofta", r.wall_time / eofta.wall_time},
+                     {"objective", r.objective},
+                     {"objective_vs_ofta", r.objective / ofta.objective},
+                     {"wall_time_vs_eofta", ratio_json(r.wall_time, eofta, &StrategyRun::wall_time)},
                      {"wall_time_vs_gta", r.wall_time / gta.wall_time},
                      {"worker_time_vs_gta", r.worker_time / gta.worker_time},
                      {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
@@ -72,16 +87,22 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
           {"backups", o.backups},
           {"backup_threshold", o.backup_threshold},
           {"backup_copies", o.backup_copies},
+          {"work_price", config.objective.price(config.scenario.workers())},
+          {"work_price_default", !config.objective.work_price.has_value()},
+          {"eofta", eofta == nullptr ? nlohmann::json(nullptr) : nlohmann::json("ran")},
+          {"eofta_left_out", eofta_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(eofta_note)},
           {"strategies", strategies}};
 }
 
 std::string trace_csv(const std::vector<StrategyRun>& runs, bool sgd) {
   std::ostringstream out;
   out.precision(17);
-  out << "strategy,round,wall_time,worker_time,proxy_loss_regret" << (sgd ? ",suboptimality" : "") << '\n';
+  out << "strategy,round,wall_time,worker_time,objective,proxy_loss_regret"
+      << (sgd ? ",suboptimality" : "") << '\n';
   for (const auto& r : runs) {
     for (const auto& p : r.trace) {
-      out << r.name << ',' << p.round << ',' << p.wall_time << ',' << p.worker_time << ',' << p.regret;
+      out << r.name << ',' << p.round << ',' << p.wall_time << ',' << p.worker_time << ','
+          << p.wall_time + r.work_price * p.worker_time << ',' << p.regret;
       if (sgd) out << ',' << p.suboptimality;
       out << '\n';
     }
@@ -124,6 +145,17 @@ std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std:
                       [](const P& p) { return p.wall_time; }));
   out.push_back(panel("worker_time.png", "Cumulative worker time", "round k", "total worker time", false,
                       round, [](const P& p) { return p.worker_time; }));
+  // Wall time against worker time: the two axes a user pays for, one point per trace round.
+  out.push_back(panel("wall_vs_worker_time.png", "Wall time vs total worker time", "total worker time",
+                      "wall time", false, [](const P& p) { return p.worker_time; },
+                      [](const P& p) { return p.wall_time; }));
+  if (!runs.empty()) {
+    const double price = runs.front().work_price;
+    out.push_back(panel("objective.png",
+                        "Objective wall + p x worker time, p = " + ata::apps::general(price, 4),
+                        "round k", "objective", false, round,
+                        [price](const P& p) { return p.wall_time + price * p.worker_time; }));
+  }
   return out;
 }
 
@@ -151,7 +183,8 @@ int run(const Options& o) {
   auto scenario =
       ata::apps::scenario_from_flag(o.scenario, o.workers, ata::apps::kDefaultSimWorkers, change);
   ata::sim::ExperimentConfig config{
-      std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400, {}};
+      std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400, {},
+      ata::Objective{o.work_price}};
   config.backups = ata::BackupOptions{}
                        .set_enabled(o.backups != "off")
                        .set_take_overs(o.backups == "on")
@@ -160,7 +193,16 @@ int run(const Options& o) {
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
-  const auto& names = o.strategies;
+  // The EOFTA yardstick is sized before anything runs, and left out when it does not fit.
+  std::vector<std::string> names = o.strategies;
+  std::string eofta_note;
+  if (std::find(names.begin(), names.end(), "eofta") != names.end()) {
+    const auto cost = ata::sim::estimate_eofta_cost(config, ata::apps::kMaxEoftaSweepTerms);
+    if (!cost.fits()) {
+      eofta_note = cost.reason;
+      names.erase(std::find(names.begin(), names.end(), "eofta"));
+    }
+  }
 
   std::printf("ata-sim: scenario %s, n = %zu workers, B = %zu, K = %zu rounds, seed %llu\n",
               config.scenario.name().c_str(), config.scenario.workers(), config.batch, config.rounds,
@@ -171,44 +213,75 @@ int run(const Options& o) {
   }
   std::printf("         alpha = %g (ata), eta = %g (ata-e)%s\n", *config.policy.alpha, config.policy.eta,
               o.sgd ? (", SGD on the quadratic, d = " + std::to_string(o.dim)).c_str() : "");
+  const double price = config.objective.price(config.scenario.workers());
+  std::printf("         objective = wall + p x worker time, p = %s%s\n",
+              ata::apps::general(price, 4).c_str(), o.work_price ? "" : " (1/n, the default)");
+  if (!eofta_note.empty()) std::printf("note: EOFTA yardstick left out: %s\n", eofta_note.c_str());
 
   std::vector<StrategyRun> runs(names.size());
+  std::string late_eofta_note;  // written by EOFTA's task alone
   {
     ata::apps::Progress progress("ata-sim");
     std::vector<std::atomic<double>> done(names.size());
     const auto threads = std::max(2u, std::thread::hardware_concurrency());
     tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
     tbb::parallel_for(std::size_t{0}, names.size(), [&](std::size_t j) {
-      runs[j] = ata::sim::run_strategy(config, names[j], [&](double fraction) {
+      const auto report = [&](double fraction) {
         done[j] = fraction;
         double sum = 0.0;
         for (const auto& d : done) sum += d;
         progress.update(sum / static_cast<double>(names.size()), names[j]);
-      });
+      };
+      if (names[j] != "eofta") {
+        runs[j] = ata::sim::run_strategy(config, names[j], report);
+        return;
+      }
+      // The sizing above is an estimate: should the solver still refuse, the yardstick is left
+      // out like one that was sized out, and the other strategies' run stands.
+      try {
+        runs[j] = ata::sim::run_strategy(config, names[j], report);
+      } catch (const ata::InvalidArgument& e) {
+        late_eofta_note = e.what();
+        runs[j].name.clear();
+      }
     });
+  }
+  if (!late_eofta_note.empty()) {
+    std::erase_if(runs, [](const StrategyRun& r) { return r.name.empty(); });
+    eofta_note = late_eofta_note;
+    std::printf("note: EOFTA yardstick left out: %s\n", eofta_note.c_str());
   }
 
   const auto& ofta = find(runs, "ofta");
-  const auto& eofta = find(runs, "eofta");
+  const StrategyRun* eofta = find_if_ran(runs, "eofta");
   const auto& gta = find(runs, "gta");
-  std::vector<std::string> header{"strategy", "wall time", "worker time", "wall/OFTA", "work/OFTA",
-                                  "wall/EOFTA", "wall/GTA", "work/GTA", "regret"};
+  std::vector<std::string> header{"strategy", "wall time", "worker time", "objective",
+                                  "wall/OFTA", "work/OFTA", "obj/OFTA"};
+  if (eofta != nullptr) header.emplace_back("wall/EOFTA");
+  for (const char* h : {"wall/GTA", "work/GTA", "regret"}) header.emplace_back(h);
   if (o.sgd) header.emplace_back("f(x)-f*");
   ata::apps::Table table(header);
   for (const auto& r : runs) {
     std::vector<std::string> row{r.name, ata::apps::general(r.wall_time, 5), ata::apps::general(r.worker_time, 5),
+                                 ata::apps::general(r.objective, 5),
                                  ratio(r.wall_time, ofta.wall_time), ratio(r.worker_time, ofta.worker_time),
-                                 ratio(r.wall_time, eofta.wall_time), ratio(r.wall_time, gta.wall_time),
-                                 ratio(r.worker_time, gta.worker_time),
-                                 ata::apps::general(r.regret, 4)};
+                                 ratio(r.objective, ofta.objective)};
+    if (eofta != nullptr) row.push_back(ratio(r.wall_time, eofta->wall_time));
+    for (auto cell : {ratio(r.wall_time, gta.wall_time), ratio(r.worker_time, gta.worker_time),
+                      ata::apps::general(r.regret, 4)}) {
+      row.push_back(std::move(cell));
+    }
     if (o.sgd) row.push_back(ata::apps::general(r.final_suboptimality.value_or(NAN), 4));
     table.add_row(std::move(row));
   }
   std::printf("\n%s", table.render().c_str());
-  std::printf("(times in model units; ratios < 1 beat the yardstick; regret: sum of proxy-loss excess over OFTA)\n");
+  std::printf("(times in model units; objective = wall + %s x worker time; ratios < 1 beat the yardstick; "
+              "regret: sum of proxy-loss excess over OFTA)\n",
+              ata::apps::general(price, 4).c_str());
+  if (!eofta_note.empty()) std::printf("(no EOFTA column: the yardstick was left out, see the note above)\n");
 
   if (!o.json_path.empty()) {
-    ata::apps::write_file(o.json_path, summary_json(o, config, runs).dump(2) + "\n");
+    ata::apps::write_file(o.json_path, summary_json(o, config, runs, eofta_note).dump(2) + "\n");
     std::printf("wrote %s\n", o.json_path.c_str());
   }
   if (!o.csv_path.empty()) {

@@ -30,7 +30,9 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   app.add_option("--strategies", strategies,
                  "comma list of gta, ofta, eofta (the allocation of least expected round time), "
-                 "uta, ata, ata-e, ata-auto (no alpha or eta), pull; ofta, eofta and gta always run")
+                 "uta, ata, ata-e, ata-auto (no alpha or eta), pull, race:M (a race of the M "
+                 "fastest workers); ofta, eofta and gta always run (eofta only where it fits: "
+                 "else a note says it was left out)")
       ->check(strategy_list({"eofta"}));
   app.add_option("--alpha", o.alpha,
                  "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
@@ -49,6 +51,11 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--backup-copies", o.backup_copies,
                  "most copies of one task at once, the original included (1: take-overs only)")
       ->transform(whole_number(1, 16));
+  app.add_option("--work-price", o.work_price,
+                 "price p of a worker-second in wall-seconds: the objective column is wall + p x "
+                 "worker time (0: wall time only; default 1/n, so the whole cluster busy for a "
+                 "second costs as much as a second of waiting)")
+      ->check(kNonNegativeNumber);
   app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
   app.add_option("--dim", o.dim, "SGD dimension d")->transform(whole_number(1, kMaxSimDim));
   app.add_option("--step", o.step, "SGD step size (below 2: larger steps diverge)")

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct SimOptions {
   std::string backups = "copies";
   double backup_threshold = 4.0;  ///< BackupOptions::threshold_multiple
   std::size_t backup_copies = 2;  ///< BackupOptions::max_copies
+  /// --work-price: what a worker-second costs in wall-seconds; empty: 1/n (ata::Objective).
+  std::optional<double> work_price;
   bool sgd = false;
   std::size_t dim = 100;
   double step = 1e-4;
@@ -49,6 +52,11 @@ inline constexpr double kMaxSimStep = 2.0;
 /// warned about (tens of seconds or more).
 inline constexpr double kMaxSimDraws = 1e12;
 inline constexpr double kWarnSimDraws = 1e9;
+/// The EOFTA yardstick runs only when one sweep of its search is estimated below this many
+/// terms (ata::sim::estimate_eofta_cost()), and it fits in memory; otherwise it is left out.
+/// Measured (docs/beyond-the-paper.md): sqrt, n = 500, B = 200 estimates 6.7e8 terms a sweep
+/// and solves in 34 s (17 moves); log, n = 500, B = 300 (2e9) took over 120 s.
+inline constexpr double kMaxEoftaSweepTerms = 1e9;
 
 /// Parses ata-sim's command line (argv[0] is the program). Returns the options, or --help's
 /// text; throws UsageError "<flag>: <what>, got '<value>'" for a bad flag or value. Checks

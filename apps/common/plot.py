@@ -27,12 +27,29 @@ STYLES = {
     "ata-auto:late": ("tab:cyan", "-"),
     "ata-auto:off": ("tab:pink", ":"),
 }
+# Strategies without a style of their own (race:M, ...): these, in the order they come, none
+# of them a colour above, so every line of a figure is told apart.
+EXTRA_STYLES = [
+    ("tab:brown", "--"),
+    ("tab:olive", "-."),
+    ("teal", (0, (5, 1))),
+    ("goldenrod", (0, (3, 1, 1, 1))),
+    ("navy", "--"),
+    ("darkred", "-."),
+    ("darkkhaki", (0, (1, 1))),
+    ("slateblue", (0, (5, 2, 1, 2))),
+]
 
 
 def draw(figure):
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    extra = 0
     for series in figure["series"]:
-        color, line = STYLES.get(series["label"], (None, "-"))
+        if series["label"] in STYLES:
+            color, line = STYLES[series["label"]]
+        else:
+            color, line = EXTRA_STYLES[extra % len(EXTRA_STYLES)]
+            extra += 1
         ax.plot(series["x"], series["y"], label=series["label"], color=color, linestyle=line,
                 linewidth=1.6)
     if figure.get("xlog"):

@@ -115,6 +115,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   }
   lanes.check_pinned();
   run.overhead_share = run.wall_seconds > 0.0 ? overhead / run.wall_seconds : 0.0;
+  run.objective = config.objective.value(run.wall_seconds, run.worker_seconds, config.scenario.workers());
   {
     std::lock_guard lock(policy->mutex());
     run.learned_means = learned_means(*policy);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ata/core/make_policy.hpp"
+#include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "problems.hpp"
@@ -54,6 +55,8 @@ struct TrainingConfig {
   /// OFTA's mean task time of each worker in seconds (a calibration's); empty: the scenario's.
   std::vector<double> means;
   runtime::Backups backups = runtime::Backups::off;  ///< of allocated strategies
+  /// What a run is judged by: wall + p x worker seconds (default p = 1/n, see ata::Objective).
+  Objective objective;
 };
 
 struct TrainingPoint {
@@ -71,6 +74,9 @@ struct TrainingRun {
   double worker_seconds = 0.0;
   double final_gap = 0.0;
   double overhead_share = 0.0;       ///< scheduler overhead / wall, over the run
+  /// wall_seconds + p x worker_seconds, p = config.objective's price (set by train(),
+  /// and by the app for every trainer).
+  double objective = 0.0;
   std::vector<TrainingPoint> trace;  ///< every round
   /// The mean task time of each worker as the policy saw it at the end, in seconds: ata-auto's
   /// estimate, the observed mean for the others (0 for a worker that ran nothing).

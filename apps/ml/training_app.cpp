@@ -152,20 +152,26 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     }
   }
 
+  const double price = config.objective.price(config.scenario.workers());
+  for (auto& r : runs) r.objective = r.wall_seconds + price * r.worker_seconds;
   const auto& gta = find(runs, "gta");
   const auto& ofta = find(runs, "ofta");
-  apps::Table table({"strategy", "rounds", "time (s)", "worker time (s)", "time/GTA", "work/GTA",
-                     "time/OFTA", "work/OFTA", "final f-f*", "overhead"});
+  apps::Table table({"strategy", "rounds", "time (s)", "worker time (s)", "objective", "time/GTA",
+                     "work/GTA", "time/OFTA", "work/OFTA", "obj/OFTA", "final f-f*", "overhead"});
   for (const auto& r : runs) {
     table.add_row(
         {r.name, r.reached ? std::to_string(r.rounds) : std::to_string(r.rounds) + " (not reached)",
          apps::fixed(r.wall_seconds, 3), apps::fixed(r.worker_seconds, 3),
+         apps::fixed(r.objective, 3),
          ratio(r.wall_seconds, gta.wall_seconds), ratio(r.worker_seconds, gta.worker_seconds),
          ratio(r.wall_seconds, ofta.wall_seconds), ratio(r.worker_seconds, ofta.worker_seconds),
+         ratio(r.objective, ofta.objective),
          apps::general(r.final_gap, 3), apps::fixed(100.0 * r.overhead_share, 1) + "%"});
   }
   std::printf("\nTime and worker time to reach the target (real seconds on this machine%s):\n%s",
               calibrated.empty() ? "" : ", OFTA with the calibrated means", table.render().c_str());
+  std::printf("(objective = time + p x worker time, p = %s%s)\n", apps::general(price, 4).c_str(),
+              o.work_price ? "" : " = 1/n, the default");
   if (!calibrated.empty()) print_means(o, calibrated, runs);
 
   if (!o.json_path.empty()) {
@@ -180,6 +186,8 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
                             {"worker_time_vs_gta", r.worker_seconds / gta.worker_seconds},
                             {"wall_time_vs_ofta", r.wall_seconds / ofta.wall_seconds},
                             {"worker_time_vs_ofta", r.worker_seconds / ofta.worker_seconds},
+                            {"objective", r.objective},
+                            {"objective_vs_ofta", r.objective / ofta.objective},
                             {"final_loss", r.final_gap + problem->optimal_loss()},
                             {"final_gap", r.final_gap},
                             {"overhead_share", r.overhead_share},
@@ -197,6 +205,8 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
                            {"step", config.step},
                            {"optimal_loss", problem->optimal_loss()},
                            {"target_gap", o.target_gap * initial_gap},
+                           {"work_price", price},
+                           {"work_price_default", !o.work_price.has_value()},
                            {"strategies", strategies}};
     summary["simulated_delays"] = config.simulated_delays;
     if (worker_kind == nullptr) {
@@ -211,11 +221,11 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   if (!o.csv_path.empty()) {
     std::ostringstream csv;
     csv.precision(12);
-    csv << "strategy,round,wall_time,worker_time,gap\n";
+    csv << "strategy,round,wall_time,worker_time,objective,gap\n";
     for (const auto& r : runs) {
       for (const auto& p : r.trace)
         csv << r.name << ',' << p.round << ',' << p.wall_seconds << ',' << p.worker_seconds << ','
-            << p.gap << '\n';
+            << p.wall_seconds + price * p.worker_seconds << ',' << p.gap << '\n';
     }
     apps::write_file(o.csv_path, csv.str());
     std::printf("wrote %s\n", o.csv_path.c_str());
@@ -314,6 +324,7 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
       o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
   config.backups = runtime::parse_backups(o.backups);
+  config.objective.work_price = o.work_price;
   return config;
 }
 

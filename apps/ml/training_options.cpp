@@ -113,7 +113,8 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   std::string strategies;
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   app.add_option("--strategies", strategies,
-                 "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull")
+                 "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull, race:M (a race of "
+                 "the M fastest workers)")
       ->check(apps::strategy_list());
   app.add_option("--alpha", o.alpha,
                  "ATA's alpha in microseconds (default: the largest mean task time)")
@@ -126,6 +127,11 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
                  "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
                  "tasks, then copies overdue ones), copies (backup copies only), off")
       ->check(CLI::IsMember({"on", "copies", "off"}));
+  app.add_option("--work-price", o.work_price,
+                 "price p of a worker-second in wall-seconds: the objective column is wall + p x "
+                 "worker time (0: wall time only; default 1/n, so the whole cluster busy for a "
+                 "second costs as much as a second of waiting)")
+      ->check(apps::kNonNegativeNumber);
   command_line.help = apps::parse_arguments(app, argc, argv);
   if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);

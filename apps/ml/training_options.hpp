@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,8 @@ struct TrainingOptions {
   std::string plot_dir;
   /// --backups on|copies|off: backup tasks of allocated strategies (SchedulerOptions).
   std::string backups = "off";
+  /// --work-price: what a worker-second costs in wall-seconds; empty: 1/n (ata::Objective).
+  std::optional<double> work_price;
 };
 
 inline constexpr std::size_t kDefaultTrainingWorkers = 51;

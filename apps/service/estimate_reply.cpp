@@ -11,7 +11,8 @@ double seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double
 
 }  // namespace
 
-nlohmann::json batch_report_json(const runtime::RoundReport& report, std::string_view strategy) {
+nlohmann::json batch_report_json(const runtime::RoundReport& report, std::string_view strategy,
+                                 double work_price) {
   return {
       {"round", report.round},
       {"strategy", strategy},
@@ -19,6 +20,8 @@ nlohmann::json batch_report_json(const runtime::RoundReport& report, std::string
       {"allocation", std::vector<std::size_t>(report.allocation.begin(), report.allocation.end())},
       {"wall_seconds", seconds(report.wall)},
       {"worker_seconds", seconds(report.worker_time())},
+      {"work_price", work_price},
+      {"objective_seconds", seconds(report.wall) + work_price * seconds(report.worker_time())},
       {"critical_path_seconds", seconds(report.critical_path())},
       {"overhead_seconds", seconds(report.overhead())},
       {"discarded_tasks", report.discarded()}};
@@ -26,7 +29,8 @@ nlohmann::json batch_report_json(const runtime::RoundReport& report, std::string
 
 nlohmann::json estimate_reply(const runtime::BatchResult<PricingPart>& result,
                               const EuropeanCall& option, std::uint64_t seed,
-                              std::string_view strategy, std::chrono::nanoseconds latency) {
+                              std::string_view strategy, std::chrono::nanoseconds latency,
+                              double work_price) {
   const PricingEstimate pooled = combine(result.values);
   std::vector<double> prices;
   prices.reserve(result.values.size());
@@ -38,7 +42,7 @@ nlohmann::json estimate_reply(const runtime::BatchResult<PricingPart>& result,
           {"draws", pooled.draws},
           {"seed", seed},
           {"results", prices},
-          {"batch", batch_report_json(result.report, strategy)},
+          {"batch", batch_report_json(result.report, strategy, work_price)},
           {"latency_seconds", seconds(latency)}};
 }
 

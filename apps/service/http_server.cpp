@@ -354,7 +354,8 @@ asio::awaitable<std::optional<Response>> HttpServer::Impl::estimate(std::shared_
   if (!error) {
     metrics.batch_finished(BatchOutcome::completed, latency, &result.report);
     co_return json_response(http::status::ok, version,
-                            estimate_reply(result, config.option, seed, config.strategy, latency));
+                            estimate_reply(result, config.option, seed, config.strategy, latency,
+                                           config.work_price));
   }
   try {
     std::rethrow_exception(error);

@@ -28,6 +28,9 @@ struct ServerConfig {
   EuropeanCall option;
   std::uint64_t seed = 1;  ///< requests without a seed get seeds drawn from this one
   std::string strategy;    ///< the policy's name, echoed in every reply
+  /// The price of a worker-second in wall-seconds (resolved: --work-price, or 1/n): every
+  /// reply's batch reports wall + work_price x worker seconds as "objective_seconds".
+  double work_price = 0.0;
 };
 
 /// The server. Construction binds the port (so port() is known before run()) and takes over

@@ -13,6 +13,7 @@
 #include "ata/core/fixed_plan_policy.hpp"
 #include "ata/core/lower_bound_policy.hpp"
 #include "ata/core/make_policy.hpp"
+#include "ata/core/objective.hpp"
 #include "ata/core/oracle_policy.hpp"
 #include "ata/core/plan.hpp"
 #include "ata/core/policy.hpp"

@@ -531,6 +531,124 @@ double expected_round_time(std::span<const models::TimeModel> workers, const All
   return ev.value(allocation);
 }
 
+namespace {
+
+// An upper estimate of the values Evaluator::cover(limit) holds, without Monte Carlo: the
+// empirical laws' sums (limit x paths), plus every (worker, a) pair's values at the nodes,
+// counted from the breaks the exact laws add and one per pair of an empirical law, on panels
+// sized from the laws' means and variances. `workers` and `laws` match.
+double cover_values(std::span<const models::TimeModel> workers, Evaluator& ev,
+                    std::span<const std::size_t> limit) {
+  double pairs = 0.0;
+  double sums = 0.0;
+  double bulk = 0.0;
+  for (std::size_t i = 0; i < limit.size(); ++i) {
+    if (limit[i] == 0) continue;
+    const double k = static_cast<double>(limit[i]);
+    pairs += k;
+    if (!ev.law(i).exact()) sums += k * static_cast<double>(ev.paths());
+    bulk = std::max(bulk, k * workers[i].mean() + 6.0 * std::sqrt(k * workers[i].variance()));
+  }
+  const double grid = pairs * 8.0 * (kBulkPanels + kTailPanels + 1);
+  if (sums + grid > kMaxValues) return sums + grid;  // too many already: no need to count
+  const double panel = bulk / static_cast<double>(kBulkPanels);
+  double breaks = 0.0;
+  std::vector<double> scratch;
+  for (std::size_t i = 0; i < limit.size(); ++i) {
+    for (std::size_t a = 1; a <= limit[i]; ++a) {
+      if (!ev.law(i).exact()) {
+        breaks += 1.0;
+        continue;
+      }
+      scratch.clear();
+      ev.law(i).add_breaks(a, panel, scratch);
+      breaks += static_cast<double>(scratch.size());
+    }
+  }
+  return sums + pairs * 8.0 * (kBulkPanels + kTailPanels + 1 + breaks);
+}
+
+std::string too_much(double values, std::size_t workers, std::size_t batch) {
+  try {
+    require_room(values, workers, batch);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+EoftaCost estimate_eofta_cost(std::span<const models::TimeModel> workers, std::size_t batch,
+                              const RoundTimeOptions& options, double max_sweep_terms) {
+  check_options(workers, options);
+  if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
+  const std::size_t n = workers.size();
+  EoftaCost cost;
+  cost.max_values = kMaxValues;
+  std::vector<double> means(n);
+  for (std::size_t i = 0; i < n; ++i) means[i] = workers[i].mean();
+  const Allocation ofta = solve_min_max(means, batch);
+  Evaluator ev(workers, options);
+  // 1. OFTA's own quadrature, then its expected round time, as solve_eofta() starts.
+  cost.values = cover_values(workers, ev, ofta.tasks());
+  if (cost.reason = too_much(cost.values, n, batch); !cost.fits()) return cost;
+  double value = 0.0;
+  try {
+    ev.cover(ofta.tasks(), batch);
+    value = ev.value(ofta);
+  } catch (const InvalidArgument& e) {
+    cost.reason = e.what();
+    return cost;
+  }
+  // 2. The bounds on the tasks (set_limits(), with the laws' means for the empirical laws'
+  // path averages) and the quadrature that covers them.
+  const double most = value * (1.0 + 1e-6);
+  std::vector<std::size_t> limit(n);
+  double sums = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ev.law(i).exact() && means[i] > 0.0) {
+      sums += std::min(static_cast<double>(batch), 1.1 * most / means[i] + 1.0);
+    }
+    std::size_t a = 0;
+    if (means[i] <= 0.0) {
+      a = batch;
+    } else {
+      // Exact laws: E[S(a)] = a mu. Empirical ones: path averages within a few % of it.
+      const double slack = ev.law(i).exact() ? 1.0 : 1.1;
+      a = static_cast<std::size_t>(
+          std::min(static_cast<double>(batch), std::floor(slack * most / means[i])));
+    }
+    limit[i] = std::max(a, ofta[i]);
+  }
+  sums *= static_cast<double>(options.monte_carlo_paths);
+  if (cost.reason = too_much(sums, n, batch); !cost.fits()) {
+    cost.values = std::max(cost.values, sums);
+    return cost;
+  }
+  cost.values = std::max(cost.values, cover_values(workers, ev, limit));
+  if (cost.reason = too_much(cost.values, n, batch); !cost.fits()) return cost;
+  // 3. One sweep of the local search: every worker with tasks against every receiver.
+  double pairs = 0.0;
+  double receivers = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    pairs += static_cast<double>(limit[i]);
+    if (ofta[i] + 1 <= limit[i] && static_cast<double>(ofta[i] + 1) * means[i] < value) {
+      receivers += 1.0;
+    }
+  }
+  const double nodes = cost.values / std::max(pairs, 1.0);
+  cost.sweep_terms = nodes * static_cast<double>(ofta.support().size()) * receivers;
+  if (cost.sweep_terms > max_sweep_terms) {
+    cost.reason = "EOFTA for n = " + std::to_string(n) + " workers and B = " +
+                  std::to_string(batch) + " tasks would take about " +
+                  ata::detail::to_text(cost.sweep_terms) +
+                  " terms per sweep of its search (at most " + ata::detail::to_text(max_sweep_terms) +
+                  ")";
+  }
+  return cost;
+}
+
 EoftaSolution solve_eofta(std::span<const models::TimeModel> workers, std::size_t batch,
                           const RoundTimeOptions& options) {
   check_options(workers, options);

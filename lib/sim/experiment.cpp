@@ -13,9 +13,27 @@
 
 namespace ata::sim {
 
+EoftaCost estimate_eofta_cost(const ExperimentConfig& config, double max_sweep_terms) {
+  std::vector<models::TimeModel> laws(config.scenario.models().begin(),
+                                      config.scenario.models().end());
+  EoftaCost worst = estimate_eofta_cost(laws, config.batch, {}, max_sweep_terms);
+  const auto changes = config.scenario.changes();
+  for (std::size_t c = 0; c < changes.size() && worst.fits();) {
+    const std::size_t round = changes[c].round;
+    if (round > config.rounds) break;
+    for (; c < changes.size() && changes[c].round == round; ++c) {
+      laws.at(changes[c].worker) = changes[c].model;
+    }
+    const EoftaCost cost = estimate_eofta_cost(laws, config.batch, {}, max_sweep_terms);
+    if (!cost.fits() || cost.values > worst.values) worst = cost;
+  }
+  return worst;
+}
+
 StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                          const std::function<void(double)>& progress) {
   if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
+  const double work_price = config.objective.price(config.scenario.workers());
   PolicyOptions options = config.policy;
   options.means = config.scenario.means();
   options.seed = config.seed;
@@ -61,6 +79,8 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     }
     if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));
   }
+  run.work_price = work_price;
+  run.objective = run.wall_time + work_price * run.worker_time;
   if (sgd) run.final_suboptimality = sgd->suboptimality();
   if (eofta != nullptr) run.eofta = eofta->solution();
   return run;

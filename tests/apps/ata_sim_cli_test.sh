@@ -16,6 +16,11 @@ expect_error "--seed: must be a whole number >= 0" --seed -1
 expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
 expect_error "--backup-threshold: must be a number > 1, got '1'" --backup-threshold 1
 expect_error "--backup-copies: must be a whole number from 1 to 16, got '0'" --backup-copies 0
+# The price of a worker-second: a finite number >= 0.
+for price in -1 inf nan abc "" 0x1p3 1e400; do
+  expect_error "--work-price: must be a number >= 0, got '$price'" --work-price "$price"
+  expect_refused_before_run
+done
 
 # Numbers: decimal whole numbers that fit, nothing clamped or read in another base.
 expect_error "--rounds: must be a whole number from 1 to 1000000000, got '18446744073709551616'" \
@@ -126,4 +131,53 @@ head -n1 "$work/trace.csv" | grep -q "^strategy,round,wall_time,worker_time" || 
   --json "$work/again.json" >/dev/null
 cmp -s "$work/run.json" "$work/again.json" || fail "same seed, different JSON"
 "$program" --help | grep -q -- "--strategies" || fail "help"
+"$program" --help | grep -q -- "--work-price" || fail "help lacks --work-price"
+
+# The objective: a column, its ratio to OFTA, in the JSON and the CSV; 1/n by default.
+"$program" --rounds 20 --strategies race:3,race:6 --backups off --json "$work/race.json" \
+  --csv "$work/race.csv" >"$work/out"
+grep -q "objective = wall + p x worker time, p = 0.01961 (1/n, the default)" "$work/out" || fail "default price: $(cat "$work/out")"
+grep -q "objective.*obj/OFTA.*wall/EOFTA" "$work/out" || fail "table header: $(cat "$work/out")"
+for name in race:3 race:6 eofta; do grep -q "^$name " "$work/out" || fail "no row for $name"; done
+for key in '"work_price": 0.0196078431372549' '"work_price_default": true' '"objective":' \
+           '"objective_vs_ofta": 1.0' '"name": "race:3"' '"name": "race:6"' '"eofta": "ran"' '"eofta_left_out": null'; do
+  grep -qF "$key" "$work/race.json" || fail "JSON lacks $key"
+done
+head -n1 "$work/race.csv" | grep -q "^strategy,round,wall_time,worker_time,objective," || fail "CSV objective column"
+# The plots: every strategy a series, race:M in styles of their own (plot.py's EXTRA_STYLES).
+if "$program" --rounds 20 --strategies race:3,race:6 --backups off --plot "$work/race-plots" >"$work/out" 2>"$work/err"; then
+  for file in objective.png wall_vs_worker_time.png wall_time.png; do
+    [ -s "$work/race-plots/$file" ] || fail "no $file"
+  done
+  python3 - "$work/race-plots/plot-data.json" <<'PY' || fail "plot data lacks the races"
+import json, sys
+figures = json.load(open(sys.argv[1]))["figures"]
+for f in figures:
+    labels = [s["label"] for s in f["series"]]
+    assert labels[:2] == ["race:3", "race:6"] and "eofta" in labels, labels
+PY
+else
+  grep -qF "plotting failed" "$work/err" || fail "plotting: $(cat "$work/err")"  # no matplotlib here
+fi
+grep -q "^race:6,20," "$work/race.csv" || fail "CSV lacks race:6"
+"$program" --rounds 20 --work-price 0 --json "$work/p0.json" >"$work/out"
+grep -q "p = 0$" "$work/out" || fail "--work-price 0: $(head -n5 "$work/out")"
+python3 - "$work/p0.json" <<'PY' || fail "--work-price 0: objective is not the wall time"
+import json, sys
+runs = json.load(open(sys.argv[1]))["strategies"]
+assert all(r["objective"] == r["wall_time"] for r in runs), runs
+PY
+
+# A yardstick never blocks a run: where EOFTA does not fit, it is left out with a note.
+for case in "sqrt --workers 2000" "log --workers 1000"; do
+  # shellcheck disable=SC2086
+  "$program" --scenario $case --batch 500 --rounds 3 --strategies ata --json "$work/big.json" \
+    >"$work/out" 2>"$work/err" || fail "--scenario $case --batch 500 failed: $(cat "$work/err")"
+  [ "$(grep -c "^note: EOFTA yardstick left out: EOFTA for n = " "$work/out")" -eq 1 ] || fail "no note: $(cat "$work/out")"
+  ! grep -q "wall/EOFTA" "$work/out" || fail "an EOFTA column without EOFTA"
+  ! grep -q "^eofta " "$work/out" || fail "an EOFTA row without EOFTA"
+  grep -qF '"wall_time_vs_eofta": null' "$work/big.json" || fail "JSON ratio to EOFTA is not null"
+  grep -qF '"eofta": null' "$work/big.json" || fail "JSON eofta is not null"
+  grep -qF '"eofta_left_out": "EOFTA for n = ' "$work/big.json" || fail "JSON lacks the reason"
+done
 echo "ata-sim CLI: all cases as expected"

@@ -74,6 +74,24 @@ TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
   const auto help = ata::apps::parse_sim_options(static_cast<int>(argv.size()), argv.data()).help;
   REQUIRE(help);
   CHECK_THAT(*help, ContainsSubstring("--strategies"));
+  CHECK_THAT(*help, ContainsSubstring("--work-price"));
+  CHECK_FALSE(defaults.work_price);  // 1/n
+  CHECK(sim({"--work-price", "0"}).work_price == 0.0);
+  CHECK(sim({"--work-price", "2.5e-3"}).work_price == 2.5e-3);
+}
+
+TEST_CASE("the work price (--work-price) is a finite number >= 0 in every app that takes it", "[apps][cli][errors]") {
+  using ata::ml::Method;
+  for (const char* bad : {"-1", "inf", "nan", "1e400", "abc", "", "0x1p3", "-0.5"}) {
+    const std::string expected = std::string("--work-price: must be a number >= 0, got '") + bad + "'";
+    CHECK_THAT(sim_error({"--work-price", bad}), ContainsSubstring(expected));
+    CHECK_THAT(training_error(Method::sgd, {"--work-price", bad}), ContainsSubstring(expected));
+    CHECK_THAT(training_error(Method::prox, {"--work-price", bad}), ContainsSubstring(expected));
+  }
+  const auto argv = argv_of("ata-sgd", {"--work-price", "0.25"});
+  const auto parsed =
+      ata::ml::parse_training_options(static_cast<int>(argv.size()), argv.data(), Method::sgd);
+  CHECK(parsed.options.work_price == 0.25);
 }
 
 TEST_CASE("ata-sim's command line refuses what it cannot use, naming flag and value",

@@ -20,6 +20,8 @@ expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--listen 'here' is not an IP address" --listen here
 expect_error "--max-samples must be at most 100000, got 100001" --max-samples 100001
 expect_error "--threads" --threads 0
+expect_error "--work-price: must be a number >= 0, got '-1'" --work-price -1
+expect_error "--work-price: must be a number >= 0, got 'nan'" --work-price nan
 
 program="$load"
 expect_error "must be a loopback address" --host 192.0.2.1 --port 8080

@@ -81,7 +81,7 @@ TEST_CASE("an estimate reply carries the estimate, every result and the batch re
   result.report.allocation = ata::Allocation(std::vector<std::size_t>{2, 0});
   result.report.busy = {4ms, 0ms};
   result.report.wall = 5ms;
-  const auto reply = svc::estimate_reply(result, {}, 42, "ata-auto", 6ms);
+  const auto reply = svc::estimate_reply(result, {}, 42, "ata-auto", 6ms, 0.5);
   CHECK(reply["estimate"].get<double>() == Approx(7.5));
   CHECK(reply["samples"] == 2);
   CHECK(reply["draws"] == 4);
@@ -90,6 +90,8 @@ TEST_CASE("an estimate reply carries the estimate, every result and the batch re
   CHECK(reply["batch"]["round"] == 7);
   CHECK(reply["batch"]["allocation"] == nlohmann::json::array({2, 0}));
   CHECK(reply["batch"]["worker_seconds"].get<double>() == Approx(0.004));
+  CHECK(reply["batch"]["work_price"] == 0.5);
+  CHECK(reply["batch"]["objective_seconds"].get<double>() == Approx(0.005 + 0.5 * 0.004));
   CHECK(reply["batch"]["dispatch"] == "allocated");
   CHECK(reply["latency_seconds"].get<double>() == Approx(0.006));
   CHECK(svc::json_text(svc::error_reply(404, "no")) == R"({"error":"no","status":404})");

@@ -145,6 +145,12 @@ TEST_CASE("ata-serve prices an option with one batch per request", "[service]") 
   CHECK(body["batch"]["round"] == 1);
   CHECK(body["batch"]["strategy"] == "ata-auto");
   CHECK(body["batch"]["worker_seconds"].get<double>() > 0.0);
+  // The objective at the default price 1/n.
+  const double price = body["batch"]["work_price"].get<double>();
+  CHECK(price > 0.0);
+  const double objective = body["batch"]["wall_seconds"].get<double>() +
+                           price * body["batch"]["worker_seconds"].get<double>();
+  CHECK(std::abs(body["batch"]["objective_seconds"].get<double>() - objective) <= 1e-12 * objective);
 
   // The same seed gives the same estimate: every task draws from its own stream.
   const auto again =

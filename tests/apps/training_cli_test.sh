@@ -12,6 +12,8 @@ expect_error "--bogus" --bogus
 expect_error "--target-gap" --target-gap 2
 expect_error "unknown problem 'svm'" --problem svm
 expect_error "unknown strategy 'fast'" --strategies fast
+expect_error "--work-price: must be a number >= 0, got '-1'" --work-price -1
+expect_error "--work-price: must be a number >= 0, got 'inf'" --work-price inf
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "cannot read LIBSVM file '$work/missing.svm': No such file or directory" --data "$work/missing.svm"
 printf '+1 1:0.5\n-1 0:1\n' >"$work/bad.svm"
@@ -109,10 +111,12 @@ if [ "$name" = ata-sgd ]; then
 fi
 
 "$program" --data "$data" --scenario sqrt --workers 4 --unit-us 1 --batch 6 --rounds 3000 \
-  --strategies ata-e,pull --json "$work/run.json" >"$work/out"
+  --strategies ata-e,pull --work-price 0.25 --json "$work/run.json" >"$work/out"
+grep -q "objective = time + p x worker time, p = 0.25)" "$work/out" || fail "objective line: $(cat "$work/out")"
 grep -q "wrote $work/run.json" "$work/out" || fail "did not report the JSON path"
 for key in '"strategies"' '"name": "ata-e"' '"name": "gta"' '"name": "ofta"' '"wall_time"' '"worker_time"' \
-           '"final_loss"' '"reached_target": true'; do
+           '"final_loss"' '"reached_target": true' '"objective"' '"objective_vs_ofta": 1.0' \
+           '"work_price": 0.25' '"work_price_default": false'; do
   grep -qF "$key" "$work/run.json" || fail "JSON lacks $key"
 done
 echo "$name CLI: all cases as expected"

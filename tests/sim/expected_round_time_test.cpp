@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -185,4 +187,51 @@ TEST_CASE("expected round times reject bad input", "[sim][eofta][errors]") {
   REQUIRE_THROWS_WITH(ata::sim::solve_eofta(large, 5000), ContainsSubstring("n = 5000") &&
                                                               ContainsSubstring("B = 5000") &&
                                                               ContainsSubstring("at most 5e+07"));
+}
+
+TEST_CASE("EOFTA is sized before it is solved, and a size that does not fit is no error",
+          "[sim][eofta][cost]") {
+  const auto laws = [](const char* preset, std::size_t n) {
+    const auto scenario = ata::models::make_preset(preset, n);
+    return std::vector<ata::models::TimeModel>(scenario.models().begin(), scenario.models().end());
+  };
+  const auto small = laws("cifar", 51);
+  const ata::sim::EoftaCost fits = ata::sim::estimate_eofta_cost(small, 23);
+  CHECK(fits.fits());
+  CHECK(fits.values > 0.0);
+  CHECK(fits.values <= fits.max_values);
+  CHECK(fits.sweep_terms > 0.0);
+  CHECK_NOTHROW(ata::sim::solve_eofta(small, 23));
+  // A limit on the sweep leaves it out with the reason.
+  const ata::sim::EoftaCost slow = ata::sim::estimate_eofta_cost(small, 23, {}, 1.0);
+  CHECK_FALSE(slow.fits());
+  CHECK(slow.reason.find("terms per sweep") != std::string::npos);
+  // The sizes ata-sim used to refuse: sized in well under a second, no exception.
+  for (const auto& [preset, n] : {std::pair{"sqrt", std::size_t{2000}}, std::pair{"log", std::size_t{1000}}}) {
+    const auto big = laws(preset, n);
+    ata::sim::EoftaCost cost;
+    REQUIRE_NOTHROW(cost = ata::sim::estimate_eofta_cost(big, 500));
+    CHECK_FALSE(cost.fits());
+    CHECK(cost.values > cost.max_values);
+    CHECK(cost.reason.find("would hold about") != std::string::npos);
+    CHECK_THROWS_AS(ata::sim::solve_eofta(big, 500), ata::InvalidArgument);
+  }
+  CHECK_THROWS_AS(ata::sim::estimate_eofta_cost(small, 0), ata::InvalidArgument);
+}
+
+TEST_CASE("the objective weighs worker time by its price, 1/n by default", "[sim][objective]") {
+  const ata::Objective by_default;
+  CHECK(by_default.price(51) == 1.0 / 51.0);
+  CHECK(by_default.value(10.0, 255.0, 51) == 10.0 + 255.0 / 51.0);
+  CHECK(ata::Objective{0.0}.value(10.0, 255.0, 51) == 10.0);
+  CHECK(ata::Objective{2.0}.value(10.0, 5.0, 51) == 20.0);
+  CHECK_THROWS_AS(ata::Objective{-1.0}.check(), ata::InvalidArgument);
+  CHECK_THROWS_AS(ata::Objective{std::numeric_limits<double>::infinity()}.price(3), ata::InvalidArgument);
+  CHECK_THROWS_AS(by_default.price(0), ata::InvalidArgument);
+  ata::sim::ExperimentConfig config;
+  config.rounds = 20;
+  config.objective.work_price = 0.5;
+  const ata::sim::StrategyRun run = ata::sim::run_strategy(config, "race:3");
+  CHECK(run.work_price == 0.5);
+  CHECK(run.objective == run.wall_time + 0.5 * run.worker_time);
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "ata/core/allocation.hpp"
 #include "ata/models/time_model.hpp"
@@ -57,6 +58,37 @@ struct EoftaSolution {
   bool exact = true;      ///< every worker that could get a task has an exact law (no Monte Carlo)
   std::size_t moves = 0;  ///< improving moves of the local search
 };
+
+/// No limit on the terms of a sweep (estimate_eofta_cost()).
+inline constexpr double kNoSweepLimit = 1e300;
+
+/// What solve_eofta() would cost, estimated before solving (estimate_eofta_cost()).
+struct EoftaCost {
+  /// The most values of distributions the search would hold at once (8 bytes each), an upper
+  /// estimate from the laws' means, variances and breaks, without their Monte Carlo sums.
+  double values = 0.0;
+  /// The limit solve_eofta() enforces on `values` (it throws above it).
+  double max_values = 0.0;
+  /// Terms of one sweep of the local search, at most: quadrature nodes x workers with tasks x
+  /// workers that may take one more (each term an expm1()). A search makes a few sweeps.
+  double sweep_terms = 0.0;
+  /// Why solve_eofta() would not fit: empty when it fits within `max_values` and the
+  /// `max_sweep_terms` estimate_eofta_cost() was given.
+  std::string reason;
+  [[nodiscard]] bool fits() const noexcept { return reason.empty(); }
+};
+
+/// Sizes solve_eofta(workers, batch, options) without running its search: OFTA's allocation,
+/// its expected round time (one quadrature over B (worker, task) pairs), the bounds on every
+/// worker's tasks, and from them the values the search would hold and the terms of one sweep.
+/// Never throws for a large cluster: a computation that would not fit comes back with
+/// `reason` set ("EOFTA for n = ... would hold about ... values ..."), as does one whose sweep
+/// would exceed `max_sweep_terms` (infinity: no limit on time). Cheap: milliseconds where
+/// solve_eofta() takes seconds, and well under a second where it would refuse. Throws
+/// ata::InvalidArgument for batch = 0, no workers or options.monte_carlo_paths < 64.
+[[nodiscard]] EoftaCost estimate_eofta_cost(std::span<const models::TimeModel> workers,
+                                            std::size_t batch, const RoundTimeOptions& options = {},
+                                            double max_sweep_terms = kNoSweepLimit);
 
 /// EOFTA: a fixed allocation minimising E[max_i S_i] given the true laws.
 ///

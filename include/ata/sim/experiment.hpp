@@ -12,6 +12,7 @@
 
 #include "ata/core/backup_rule.hpp"
 #include "ata/core/make_policy.hpp"
+#include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
 #include "ata/sim/expected_round_time.hpp"
 
@@ -36,6 +37,8 @@ struct ExperimentConfig {
   std::size_t trace_points = 400;
   /// Backup tasks for allocated strategies (see Simulation); off by default here.
   BackupOptions backups;
+  /// What a run is judged by: wall + p x worker time (default p = 1/n, see Objective).
+  Objective objective;
 };
 
 /// One recorded point: totals up to and including `round`.
@@ -55,6 +58,9 @@ struct StrategyRun {
   double regret = 0.0;
   std::optional<double> final_suboptimality;
   std::vector<TracePoint> trace;
+  /// The price config.objective put on a worker-second, and wall_time + work_price x worker_time.
+  double work_price = 0.0;
+  double objective = 0.0;
   /// Backups, summed over the rounds (see RoundRecord): unstarted tasks taken over, backup
   /// copies started, copies stopped.
   std::size_t takeovers = 0;
@@ -69,6 +75,13 @@ struct StrategyRun {
 /// called now and then with the fraction done. Throws ata::InvalidArgument for bad settings
 /// (batch 0, rounds 0, unknown strategy, missing alpha, ...), and ata::Error when SGD diverges
 /// (f(x) - f* no longer finite at a trace point: the step size is too large).
+/// What EOFTA ("eofta") would cost on config's cluster: estimate_eofta_cost() for the laws at
+/// the start and after each change of the scenario within config.rounds, the worst of them (the
+/// first that does not fit). ata-sim sizes its yardstick with it before running anything, and
+/// leaves EOFTA out when it does not fit. Throws ata::InvalidArgument for batch 0.
+[[nodiscard]] EoftaCost estimate_eofta_cost(const ExperimentConfig& config,
+                                            double max_sweep_terms = kNoSweepLimit);
+
 [[nodiscard]] StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                                        const std::function<void(double)>& progress = {});
 
