@@ -229,6 +229,11 @@ class Gates {
     std::unique_lock lock(mutex_);
     return changed_.wait_for(lock, kPatience, [&] { return returned_.contains(key); });
   }
+  // The `k`-th task `worker` started (it has started more than k).
+  std::size_t started_task(std::size_t worker, std::size_t k) {
+    std::lock_guard lock(mutex_);
+    return started_[worker].at(k);
+  }
   std::vector<std::vector<std::size_t>> started() {
     std::lock_guard lock(mutex_);
     return started_;
@@ -335,6 +340,11 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
                gates.describe();
       }
       seen[i] = 1;
+      if (gates.started_task(i, 0) != e.starts[i][0]) {
+        return "worker " + std::to_string(i) + " started task " +
+               std::to_string(gates.started_task(i, 0)) + " first, the simulator task " +
+               std::to_string(e.starts[i][0]) + "; " + gates.describe();
+      }
     }
     // Then every result in the simulator's event order.
     for (std::size_t m = 0; m < e.order.size(); ++m) {
@@ -351,6 +361,12 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
           return "worker " + std::to_string(w) + " never started its copy " +
                  std::to_string(seen[w]) + " (task " + std::to_string(e.starts[w][seen[w]]) +
                  ") after " + to_string(key) + "; " + gates.describe();
+        }
+        if (gates.started_task(w, seen[w]) != e.starts[w][seen[w]]) {
+          return "worker " + std::to_string(w) + " started task " +
+                 std::to_string(gates.started_task(w, seen[w])) + " after " + to_string(key) +
+                 ", the simulator task " + std::to_string(e.starts[w][seen[w]]) + "; " +
+                 gates.describe();
         }
         ++seen[w];
       }
