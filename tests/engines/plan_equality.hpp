@@ -20,7 +20,11 @@
 // waiting until that worker has started its first copy of the plan's batch before releasing
 // the next. The first claims then happen in worker order, as in the simulator, and the whole
 // run, numbering included, is fixed by the plan: the comparison is exact, not up to a
-// permutation.
+// permutation. The holders are released only once the batch's chunks are queued on every lane
+// it uses (Lanes::queued_chunks(), polled with a bound), so that each lane goes from its holder
+// straight to its chunk: on oneTBB arenas, a chunk posted to an arena whose thread had already
+// left sometimes waited past the test's patience for a thread (a worker unused by the plan
+// released first made it likely).
 //
 // What is compared:
 // - every copy each worker started, in order: (worker, task) as the simulator's copy log has
@@ -71,6 +75,7 @@
 #include "ata/models/time_model.hpp"
 #include "ata/sim/simulation.hpp"
 #include "lanes/lane_kinds.hpp"
+#include "support/eventually.hpp"
 
 namespace ata::testing::engines {
 
@@ -330,6 +335,14 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
     }
     if (!problem.empty()) return problem;
     tested = std::async(std::launch::async, [&] { return scheduler.run(c.batch, gated); });
+    // Its chunks queued behind the holders on every lane it uses, before any holder leaves:
+    // each lane then goes from its holder straight to its chunk.
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < n; ++i) used += c.plan.is_racer(i) || c.plan.quotas()[i] > 0;
+    if (!eventually([&] { return lanes.queued_chunks() == used; }, kPatience)) {
+      return std::to_string(lanes.queued_chunks()) + " chunks queued for the batch's " +
+             std::to_string(used) + " lanes";
+    }
     // t = 0: the first starts, one worker at a time, in worker order.
     std::vector<std::size_t> seen(n, 0);  // starts each worker made so far
     for (std::size_t i = 0; i < n; ++i) {
