@@ -446,8 +446,9 @@ inline std::string compare(const PlanCase& c, const Expected& e, Gates& gates,
     if (it == returned.end()) {
       differ("copy " + to_string(key) + " never returned");
     } else if (it->second == accepted) {
-      differ("copy " + to_string(key) + (accepted ? " is accepted but left on a stop request"
-                                                   : " left through its gate, not on its stop"));
+      differ("copy " + to_string(key) +
+             (accepted ? " is accepted but left on a stop request"
+                       : " left through its gate, not on its stop"));
     }
   }
   // The results. A fungible race orders them differently on the two engines, both as
