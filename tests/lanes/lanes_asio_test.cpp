@@ -1,6 +1,7 @@
 // [lanes] on AsioLanes: an io_context per lane, one thread_pool shared by every lane, strands
 // on a shared pool; async_run on them, cancellation, and the executors' own threads. Runs
-// under ThreadSanitizer (scripts/test). The shared scenarios are in lane_scenarios.hpp.
+// under ThreadSanitizer (scripts/test). The kinds are in asio_lane_kinds.hpp, the shared
+// scenarios in lane_scenarios.hpp.
 #include <utility>  // before Asio (g++ 12)
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -18,67 +19,8 @@
 
 #include "ata/runtime/asio_lanes.hpp"
 #include "ata/runtime/async_run.hpp"
+#include "lanes/asio_lane_kinds.hpp"
 #include "lanes/lane_kinds.hpp"
-
-namespace ata::testing {
-namespace asio = boost::asio;
-
-// One io_context per lane, each run by a thread of its own: a lane is one part of the service.
-struct AsioContextPerLane {
-  static constexpr std::string_view name = "AsioLanes, an io_context per lane";
-  AsioContextPerLane() {
-    for (std::size_t i = 0; i < kMaxLanes; ++i) {
-      contexts.push_back(std::make_unique<asio::io_context>());
-      guards.emplace_back(contexts.back()->get_executor());
-      threads.emplace_back([context = contexts.back().get()] { context->run(); });
-    }
-  }
-  ~AsioContextPerLane() {
-    guards.clear();
-    for (auto& thread : threads) thread.join();
-  }
-  AsioContextPerLane(const AsioContextPerLane&) = delete;
-  AsioContextPerLane& operator=(const AsioContextPerLane&) = delete;
-
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
-    std::vector<asio::any_io_executor> executors;
-    for (std::size_t i = 0; i < options.workers(); ++i) {
-      executors.emplace_back(contexts[i]->get_executor());
-    }
-    return std::make_unique<ata::runtime::AsioLanes>(executors, options);
-  }
-
-  std::vector<std::unique_ptr<asio::io_context>> contexts;
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-  std::vector<std::thread> threads;
-};
-
-// Every lane posts to one thread_pool, as a service with one pool would.
-struct AsioSharedPool {
-  static constexpr std::string_view name = "AsioLanes, one thread_pool";
-  asio::thread_pool pool{kMaxLanes};
-  ~AsioSharedPool() { pool.join(); }
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
-    return std::make_unique<ata::runtime::AsioLanes>(
-        std::vector<asio::any_io_executor>(options.workers(), pool.get_executor()), options);
-  }
-};
-
-// A strand per lane on one shared pool.
-struct AsioStrands {
-  static constexpr std::string_view name = "AsioLanes, a strand per lane";
-  asio::thread_pool pool{kMaxLanes};
-  ~AsioStrands() { pool.join(); }
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
-    std::vector<asio::any_io_executor> executors;
-    for (std::size_t i = 0; i < options.workers(); ++i) {
-      executors.emplace_back(asio::make_strand(pool.get_executor()));
-    }
-    return std::make_unique<ata::runtime::AsioLanes>(executors, options);
-  }
-};
-
-}  // namespace ata::testing
 
 using LaneKinds = std::tuple<ata::testing::AsioContextPerLane, ata::testing::AsioSharedPool,
                              ata::testing::AsioStrands>;

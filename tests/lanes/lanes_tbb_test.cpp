@@ -1,6 +1,7 @@
 // [lanes] on ArenaLanes: arenas made from constraints of different concurrency, and arenas
 // the user owns. Labelled [tbb] and kept out of ThreadSanitizer runs: Debian's libtbb is not
-// instrumented. The shared scenarios are in lane_scenarios.hpp.
+// instrumented. The kinds are in tbb_lane_kinds.hpp, the shared scenarios in
+// lane_scenarios.hpp.
 // core_type in task_arena::constraints is a preview in oneTBB 2021 (one TU here uses TBB).
 #define TBB_PREVIEW_TASK_ARENA_CONSTRAINTS_EXTENSION 1
 #include <oneapi/tbb/global_control.h>
@@ -11,40 +12,7 @@
 
 #include "ata/runtime/arena_lanes.hpp"
 #include "lanes/lane_kinds.hpp"
-
-namespace ata::testing {
-namespace tbb = oneapi::tbb;
-
-// Lane i may use 2 threads when i is even, 1 when odd.
-inline int concurrency_of(std::size_t lane) { return lane % 2 == 0 ? 2 : 1; }
-
-// Arenas the lanes make from constraints.
-struct ArenasFromConstraints {
-  static constexpr std::string_view name = "ArenaLanes from constraints";
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
-    std::vector<tbb::task_arena::constraints> parts(options.workers());
-    for (std::size_t i = 0; i < parts.size(); ++i) parts[i].set_max_concurrency(concurrency_of(i));
-    return std::make_unique<ata::runtime::ArenaLanes>(parts, options);
-  }
-};
-
-// Arenas of the user's, which outlive the lanes.
-struct UserArenas {
-  static constexpr std::string_view name = "ArenaLanes on user arenas";
-  UserArenas() {
-    for (std::size_t i = 0; i < kMaxLanes; ++i) {
-      arenas.push_back(std::make_unique<tbb::task_arena>(concurrency_of(i), 0));
-    }
-  }
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
-    std::vector<tbb::task_arena*> used;
-    for (std::size_t i = 0; i < options.workers(); ++i) used.push_back(arenas[i].get());
-    return std::make_unique<ata::runtime::ArenaLanes>(used, options);
-  }
-  std::vector<std::unique_ptr<tbb::task_arena>> arenas;
-};
-
-}  // namespace ata::testing
+#include "lanes/tbb_lane_kinds.hpp"
 
 using LaneKinds = std::tuple<ata::testing::ArenasFromConstraints, ata::testing::UserArenas>;
 #define ATA_LANES_TAG "[tbb]"
