@@ -46,24 +46,53 @@ namespace {
 constexpr double kQuarantineBacklog = 1e12;
 
 // The policy's plan must give every lane a role and account for exactly B tasks: the batch
-// sizes its result slots and task ranges from it. The thread runtime runs quotas or a race,
-// not both in one batch.
+// sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
+// simulator's interpretation, lib/sim/simulation.cpp): quotas, with the plan's hedging,
+// retries and restart budgets (a tracked batch); a fungible race (hedging does not apply to
+// one, as in the simulator); an indexed race without hedging. Anything else is refused here,
+// never ignored. `late`: the quotas are to be handed out by the pacer (Binding::late).
 void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
-                           std::size_t workers) {
+                           std::size_t workers, bool late) {
   plan.check(batch, workers, policy.name());
-  if (plan.dispatch() == Dispatch::allocated && plan.quotas().total() != batch) {
+  const std::string name = "policy '" + std::string(policy.name()) + "' planned ";
+  const Dispatch dispatch = plan.dispatch();
+  if (dispatch == Dispatch::allocated && plan.quotas().total() != batch) {
     throw Error("policy '" + std::string(policy.name()) + "' allocated " +
                 std::to_string(plan.quotas().total()) + " tasks for a batch of B = " +
                 std::to_string(batch) + "; an allocation must sum to B");
   }
-  if (plan.dispatch() == Dispatch::mixed) {
-    throw Error("policy '" + std::string(policy.name()) +
-                "' planned quotas and racers in one batch; the thread runtime runs either");
+  if (dispatch == Dispatch::mixed) {
+    throw Error(name +
+                "quotas and racers in one batch; the thread runtime runs quotas or a race, not "
+                "both in one batch (not supported on threads yet)");
   }
-  if (plan.has_restarts() || plan.hedging() || plan.retries()) {
-    throw Error("policy '" + std::string(policy.name()) +
-                "' planned hedging, retries or restarts of its own; on threads they are set "
-                "by SchedulerOptions");
+  const bool hedged = plan.hedging() && plan.hedging()->enabled;
+  const bool retried = plan.retries() && *plan.retries() > 0;
+  if (dispatch == Dispatch::allocated) {
+    if (late && (hedged || retried || plan.has_restarts())) {
+      throw Error(name +
+                  "hedging, retries or restart budgets of its own, which late binding "
+                  "(Binding::late) does not run: bind early to run them");
+    }
+    if (plan.has_restarts()) {
+      throw Error(name + "restart budgets, which are not supported on threads yet");
+    }
+    return;
+  }
+  if (plan.has_restarts()) {
+    throw Error(name +
+                "restart budgets for a race; on threads they run in quota plans only (not "
+                "supported for races on threads yet)");
+  }
+  if (retried) {
+    throw Error(name +
+                "retries for a race; on threads they run in quota plans only (not supported "
+                "for races on threads yet)");
+  }
+  if (dispatch == Dispatch::pull && hedged) {
+    throw Error(name +
+                "hedging for an indexed race; backup copies of an indexed race's tasks are not "
+                "supported on threads yet (they are in quota plans)");
   }
 }
 
@@ -190,6 +219,8 @@ void BatchOperation::submit_now() {
       } else {
         policy.plan(batch_, plan);
       }
+      round_ = ++scheduler_.rounds_;
+      require_runnable_plan(policy, plan, batch_, workers, pacer != nullptr);
       // Late binding replaces quotas only: a race hands its tasks out by itself already.
       if (plan.dispatch() != Dispatch::allocated) pacer = nullptr;
       if (pacer != nullptr) {
@@ -200,11 +231,14 @@ void BatchOperation::submit_now() {
         for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
         pacer->set_means(means);
       } else {
+        // The plan's own hedging and retries override the scheduler's, as in the simulator.
+        const BackupOptions hedging = plan.hedging().value_or(options.backup_options());
+        const std::size_t retries = plan.retries().value_or(options.retries());
         if (plan.dispatch() == Dispatch::allocated &&
-            (options.backups() != Backups::off || options.retries() > 0)) {
+            (hedging.enabled || retries > 0)) {
           recovery.emplace();
-          recovery->backups = options.backup_options();
-          recovery->retries = options.retries();
+          recovery->backups = hedging;
+          recovery->retries = retries;
           recovery->stuck_after = options.stuck_after();
           recovery->means.resize(workers);
           recovery->counts.resize(workers);
@@ -224,8 +258,6 @@ void BatchOperation::submit_now() {
     } else if (options.time_chunks()) {
       timing = Timing::chunk_means;
     }
-    round_ = ++scheduler_.rounds_;
-    require_runnable_plan(policy, plan, batch_, workers);
   }
   std::shared_ptr<Batch> job;
   try {

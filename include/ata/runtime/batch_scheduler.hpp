@@ -54,8 +54,13 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   running then get a stop request and their results are discarded, but their time counts
 ///   as worker time. Other workers get nothing.
 /// - an indexed race (Dispatch::pull): the racers pull exactly B tasks from a shared counter.
-/// A plan mixing quotas and racers, or carrying hedging, retries or restarts of its own, fails
-/// the batch with ata::Error: on threads, hedging and retries come from SchedulerOptions.
+/// A plan's own hedging and retries (Plan::hedging(), Plan::retries()) override the
+/// SchedulerOptions defaults for that batch, exactly as the simulator's options fill what a
+/// plan leaves unset: quotas with hedging or retries run as a tracked batch (Stragglers
+/// below). A plan hedges a fungible race to no effect, as in the simulator. Refused with
+/// ata::Error, never ignored: a plan mixing quotas and racers; hedging of an indexed race;
+/// retries or restart budgets of a race; restart budgets (not supported yet); a plan with
+/// hedging, retries or restarts of its own under Binding::late.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
