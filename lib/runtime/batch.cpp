@@ -480,6 +480,7 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
       report.takeovers = tracked_->takeovers;
       report.backup_copies = tracked_->backup_copies;
       report.retries = tracked_->retried;
+      report.restarts = tracked_->restarts;
     }
     return;
   }

@@ -74,9 +74,6 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
                   "hedging, retries or restart budgets of its own, which late binding "
                   "(Binding::late) does not run: bind early to run them");
     }
-    if (plan.has_restarts()) {
-      throw Error(name + "restart budgets, which are not supported on threads yet");
-    }
     return;
   }
   if (plan.has_restarts()) {
@@ -235,10 +232,16 @@ void BatchOperation::submit_now() {
         const BackupOptions hedging = plan.hedging().value_or(options.backup_options());
         const std::size_t retries = plan.retries().value_or(options.retries());
         if (plan.dispatch() == Dispatch::allocated &&
-            (hedging.enabled || retries > 0)) {
+            (hedging.enabled || retries > 0 || plan.has_restarts())) {
           recovery.emplace();
           recovery->backups = hedging;
           recovery->retries = retries;
+          if (plan.has_restarts()) {
+            recovery->restart_after.resize(workers);
+            for (std::size_t i = 0; i < workers; ++i) {
+              recovery->restart_after[i] = plan.restart_after(i);
+            }
+          }
           recovery->stuck_after = options.stuck_after();
           recovery->means.resize(workers);
           recovery->counts.resize(workers);

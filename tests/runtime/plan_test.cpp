@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <stop_token>
+#include <thread>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -169,5 +170,81 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
     rt::BatchScheduler scheduler(pool, policy);
     auto [values, report] = scheduler.run(kBatch, task);
     CHECK(values.size() == kBatch);
+  }
+}
+
+TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task afresh there",
+          "[runtime][plan][restarts]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kEach = 3;
+  constexpr std::size_t kBatch = kWorkers * kEach;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> attempts(kBatch);
+
+  SECTION("a first attempt that waits for its stop is restarted once, on its own worker") {
+    // Only worker 0 has a budget; its first attempts would wait for ever but for the restart.
+    ata::FixedPlanPolicy policy("restarted",
+                                even_quotas(kWorkers, kEach).set_restart_after(0, 0.005));
+    rt::BatchScheduler scheduler(pool, policy);
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (attempts[ctx.task()]++ == 0 && ctx.worker() == 0) nap(ctx, 20s);  // until stopped
+      return ctx.task();
+    });
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.restarts == kEach);
+    CHECK(report.discarded() == kEach);
+    CHECK(report.backup_copies == 0);
+    for (std::size_t j = 0; j < kBatch; ++j) {
+      CHECK(attempts[j] == (j < kEach ? 2 : 1));
+      CHECK(report.tasks[j].worker == j / kEach);  // restarted where it ran
+    }
+    for (std::size_t k = kBatch; k < report.tasks.size(); ++k) {
+      CHECK(report.tasks[k].worker == 0);
+      CHECK_FALSE(report.tasks[k].accepted);
+    }
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() == kEach);
+    CHECK(policy.stats(1).censored_count() == 0);
+    CHECK(policy.stats(0).count() == kEach);  // the accepted attempts
+  }
+
+  SECTION("a copy that ignores its stop is waited for and its late result discarded") {
+    ata::FixedPlanPolicy policy("restarted", even_quotas(kWorkers, kEach)
+                                                 .set_restart_after(0, 0.002)
+                                                 .set_restart_after(1, 0.002));
+    rt::BatchScheduler scheduler(pool, policy);
+    std::atomic<bool> late_running{false};
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (ctx.task() % kEach == 0 && attempts[ctx.task()]++ == 0) {
+        late_running = true;
+        std::this_thread::sleep_for(30ms);  // ignores its stop request
+        late_running = false;
+        return ctx.task() + 1000;  // a wrong value, to be discarded
+      }
+      return ctx.task();
+    });
+    CHECK_FALSE(late_running.load());  // run() waited for it
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.restarts == kWorkers);
+    CHECK(report.discarded() == kWorkers);
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() == 1);
+    CHECK(policy.stats(1).censored_count() == 1);
+  }
+
+  SECTION("restarts and hedging together: every index once, and run() returns") {
+    ata::FixedPlanPolicy policy("both", even_quotas(kWorkers, kEach)
+                                            .set_restart_after(0, 0.005)
+                                            .set_hedging(ata::BackupOptions{}.set_enabled(true)));
+    rt::BatchScheduler scheduler(pool, policy);
+    for (int round = 0; round < 3; ++round) {
+      for (auto& a : attempts) a = 0;
+      auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+        if (attempts[ctx.task()]++ == 0 && ctx.worker() == 0) nap(ctx, 20s);
+        return ctx.task();
+      });
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.restarts + report.takeovers + report.backup_copies >= 1);
+    }
   }
 }

@@ -54,13 +54,22 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   running then get a stop request and their results are discarded, but their time counts
 ///   as worker time. Other workers get nothing.
 /// - an indexed race (Dispatch::pull): the racers pull exactly B tasks from a shared counter.
-/// A plan's own hedging and retries (Plan::hedging(), Plan::retries()) override the
-/// SchedulerOptions defaults for that batch, exactly as the simulator's options fill what a
-/// plan leaves unset: quotas with hedging or retries run as a tracked batch (Stragglers
-/// below). A plan hedges a fungible race to no effect, as in the simulator. Refused with
-/// ata::Error, never ignored: a plan mixing quotas and racers; hedging of an indexed race;
-/// retries or restart budgets of a race; restart budgets (not supported yet); a plan with
-/// hedging, retries or restarts of its own under Binding::late.
+/// What runs on threads of what a plan may carry, as the simulator (lib/sim/simulation.cpp)
+/// interprets it:
+/// - quotas with hedging, retries or restart budgets: a tracked batch (Stragglers below). A
+///   plan's own hedging and retries (Plan::hedging(), Plan::retries()) override the
+///   SchedulerOptions defaults for that batch; the scheduler's options fill what the plan
+///   leaves unset, as the simulator's BackupOptions do. A plan's BackupOptions are taken as
+///   they are, min_overdue included (0 by default: set it above the runtime's latency for
+///   tasks of microseconds). A copy on worker i that has run Plan::restart_after(i) gets a
+///   stop request, is recorded as a discarded TaskRecord and reported to the policy as
+///   censored (Policy::observe_censored()), and the same task starts afresh on worker i once
+///   that copy has returned; whatever it returns is discarded (RoundReport::restarts).
+/// - a fungible race: hedging does not apply to one (as in the simulator).
+/// Refused with ata::Error before anything runs, never ignored: a plan mixing quotas and
+/// racers; hedging (enabled) of an indexed race; retries (> 0) or restart budgets of a race;
+/// hedging, retries or restart budgets of its own under Binding::late. SchedulerOptions'
+/// backups and retries apply to allocated batches only.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
@@ -85,7 +94,7 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
-/// Cost: B is at most kMaxBatch. With backups or retries, an allocated batch also takes its
+/// Cost: B is at most kMaxBatch. With backups, retries or restarts, an allocated batch also takes its
 /// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
 /// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
 /// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in

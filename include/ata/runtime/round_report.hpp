@@ -25,7 +25,8 @@ struct TaskRecord {
   std::size_t worker = 0;
   std::chrono::nanoseconds duration{0};
   /// False for greedy mode's surplus tasks, for backup copies that lost (stopped or finished
-  /// second) and for failed attempts that were retried: their results were discarded.
+  /// second), for copies stopped at their restart budget and for failed attempts that were
+  /// retried: their results were discarded.
   bool accepted = true;
 };
 
@@ -63,6 +64,9 @@ struct RoundReport {
   std::size_t backup_copies = 0;
   /// Allocated batches with retries: failed attempts run again.
   std::size_t retries = 0;
+  /// Allocated batches whose plan sets restart budgets (Plan::restart_after()): copies stopped
+  /// at their worker's budget and started afresh on it (each a discarded record).
+  std::size_t restarts = 0;
   /// Set when the policy threw while observing this batch's durations (a bug in a custom
   /// observe() or learn()): the results are still valid and returned; the policy absorbed
   /// the durations (or the workers' summaries) before the failing one and none after.
