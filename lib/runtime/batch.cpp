@@ -11,6 +11,9 @@ namespace ata::runtime::detail {
 
 namespace {
 
+// The shapes a batch can track (Recovery): quotas, and an indexed race with hedging.
+bool tracks(Dispatch mode) { return mode == Dispatch::allocated || mode == Dispatch::pull; }
+
 Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
   // A tracked batch times every copy (a backup needs each one's start) and reports the
   // accepted ones one by one: which worker gave a task's result is known only at its end.
@@ -23,9 +26,10 @@ Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
 Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round,
              TaskBody& body, bool task_records, std::optional<Recovery> recovery)
     : mode_(plan.dispatch()),
-      timing_(timing_for(mode_, timing, recovery.has_value() && mode_ == Dispatch::allocated)),
-      keep_records_(mode_ == Dispatch::allocated &&
-                    (task_records || recovery.has_value() || timing_ == Timing::samples)),
+      timing_(timing_for(mode_, timing, recovery.has_value() && tracks(mode_))),
+      keep_records_((mode_ == Dispatch::allocated &&
+                     (task_records || recovery.has_value() || timing_ == Timing::samples)) ||
+                    (recovery.has_value() && tracks(mode_))),
       clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
@@ -46,14 +50,19 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     }
   } else {
     targets_.assign(plan.racers().begin(), plan.racers().end());
+    if (keep_records_) records_.resize(batch);
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
-  if (recovery && mode_ == Dispatch::allocated) {
+  if (recovery && tracks(mode_)) {
     tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
-      tracked_->lane[i].front = first_task_[i];
-      tracked_->lane[i].back = first_task_[i] + allocation_[i];
+      const std::size_t first = mode_ == Dispatch::allocated ? first_task_[i] : 0;
+      tracked_->lane[i].front = first;
+      tracked_->lane[i].back = first + allocation_[i];
     }
+    // An indexed race's pool is [sum of quotas, B): here every index.
+    tracked_->pool_next = mode_ == Dispatch::allocated ? batch : 0;
+    for (std::size_t i : targets_) tracked_->lane[i].helps = true;
     results_left_.store(batch, std::memory_order_relaxed);
   }
 }
@@ -118,8 +127,12 @@ void Batch::run(Lane& worker) noexcept {
         }
         break;
       case Dispatch::pull:
-        run_pull(worker, ctx);
-        summarise(worker.index());
+        if (tracked_) {
+          run_tracked(worker);
+        } else {
+          run_pull(worker, ctx);
+          summarise(worker.index());
+        }
         break;
       case Dispatch::greedy:
         run_greedy(worker, ctx);
@@ -406,8 +419,10 @@ bool Batch::results_complete() const noexcept {
     case Dispatch::greedy:
       return accepted_.load(std::memory_order_acquire) >= batch_;
     case Dispatch::pull:
-    case Dispatch::mixed:  // refused before a batch is built
+      if (tracked_) return results_left_.load(std::memory_order_acquire) == 0;
       break;  // tasks handed out may still run; only completion tells
+    case Dispatch::mixed:  // refused before a batch is built
+      break;
   }
   return false;
 }
@@ -468,12 +483,18 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   report.dispatch = mode_;
   report.busy.assign(workers, std::chrono::nanoseconds{0});
   slot_order.clear();
-  if (mode_ == Dispatch::allocated) {
+  if (mode_ == Dispatch::allocated || tracked_) {
     // Every share ran to its end (tracked: every index has its accepted copy): the records
     // are all written.
     report.tasks = std::move(records_);
     for (std::size_t i = 0; i < workers; ++i) report.busy[i] = logs_[i].busy;
-    report.allocation = allocation_;
+    if (mode_ == Dispatch::allocated) {
+      report.allocation = allocation_;
+    } else {
+      std::vector<std::size_t> accepted(workers, 0);
+      for (const TaskRecord& task : report.tasks) ++accepted[task.worker];
+      report.allocation = Allocation(std::move(accepted));
+    }
     if (tracked_) {
       report.tasks.insert(report.tasks.end(), tracked_->discarded.begin(),
                           tracked_->discarded.end());

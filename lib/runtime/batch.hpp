@@ -36,7 +36,8 @@ enum class Timing : std::uint8_t {
   chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
 };
 
-// An allocated batch with backups, retries or restart budgets ("tracked"): what it needs beyond the plain mode.
+// An allocated batch with backups, retries or restart budgets, or an indexed race with
+// hedging ("tracked"): what it needs beyond the plain mode.
 struct Recovery {
   BackupOptions backups;            // the rule's settings; enabled = false: retries only
   std::size_t retries = 0;          // attempts after the first, per task
@@ -86,7 +87,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Runs `plan` (one role per worker) over `batch` tasks: quotas only (Dispatch::allocated,
   // summing to `batch`), or a race of plan.racers() without quotas (Dispatch::greedy for a
-  // fungible race, Dispatch::pull for an indexed one); the caller refuses mixed plans. `body`
+  // fungible race, Dispatch::pull for an indexed one); the caller refuses mixed plans.
+  // `recovery` makes an allocated or pull batch tracked (ignored for greedy ones). `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated batch that needs no per-task records itself (not tracked, not
@@ -180,7 +182,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
   struct Tracked;
-  enum class Source : std::uint8_t { none, own, retry, take_over, backup, restart };
+  enum class Source : std::uint8_t { none, own, pool, retry, take_over, backup, restart };
   struct Pick {
     Source source = Source::none;
     std::size_t task = 0;
@@ -293,6 +295,7 @@ struct Batch::Tracked {
     double finished_seconds = 0.0;
     std::size_t finished = 0;
     double stuck_after = 0.0;  // seconds the running copy may run before the lane is stuck
+    bool helps = false;        // it has a role (a quota or a race): it may help once free
     bool restarting = false;   // the running copy was stopped at its restart budget
     bool restart = false;      // the lane starts `task` afresh before anything else
   };
@@ -317,6 +320,7 @@ struct Batch::Tracked {
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
   std::vector<BackupWorker> view;     // scratch for the rule
+  std::size_t pool_next = 0;          // an indexed race: its next unstarted index (B: none)
   std::vector<std::size_t> retry;     // tasks waiting for another attempt
   std::vector<TaskRecord> discarded;  // copies that lost, failed attempts
   std::vector<Censored> censored;     // the stopped copies' times

@@ -48,9 +48,10 @@ constexpr double kQuarantineBacklog = 1e12;
 // The policy's plan must give every lane a role and account for exactly B tasks: the batch
 // sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
 // simulator's interpretation, lib/sim/simulation.cpp): quotas, with the plan's hedging,
-// retries and restart budgets (a tracked batch); a fungible race (hedging does not apply to
-// one, as in the simulator); an indexed race without hedging. Anything else is refused here,
-// never ignored. `late`: the quotas are to be handed out by the pacer (Binding::late).
+// retries and restart budgets (a tracked batch); an indexed race, with hedging and restart
+// budgets (tracked too); a fungible race (hedging does not apply to one, as in the
+// simulator). Anything else is refused here, never ignored. `late`: the quotas are to be
+// handed out by the pacer (Binding::late).
 void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
                            std::size_t workers, bool late) {
   plan.check(batch, workers, policy.name());
@@ -76,20 +77,15 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
     }
     return;
   }
-  if (plan.has_restarts()) {
+  if (dispatch == Dispatch::greedy && plan.has_restarts()) {
     throw Error(name +
-                "restart budgets for a race; on threads they run in quota plans only (not "
-                "supported for races on threads yet)");
+                "restart budgets for a fungible race; on threads they run in quota plans and "
+                "indexed races only (not supported for fungible races on threads yet)");
   }
   if (retried) {
     throw Error(name +
                 "retries for a race; on threads they run in quota plans only (not supported "
                 "for races on threads yet)");
-  }
-  if (dispatch == Dispatch::pull && hedged) {
-    throw Error(name +
-                "hedging for an indexed race; backup copies of an indexed race's tasks are not "
-                "supported on threads yet (they are in quota plans)");
   }
 }
 
@@ -229,9 +225,13 @@ void BatchOperation::submit_now() {
         pacer->set_means(means);
       } else {
         // The plan's own hedging and retries override the scheduler's, as in the simulator.
+        // Quotas and an indexed race are tracked; the scheduler's retries apply to quotas only
+        // (a race's own are refused).
+        const Dispatch dispatch = plan.dispatch();
         const BackupOptions hedging = plan.hedging().value_or(options.backup_options());
-        const std::size_t retries = plan.retries().value_or(options.retries());
-        if (plan.dispatch() == Dispatch::allocated &&
+        const std::size_t retries =
+            dispatch == Dispatch::allocated ? plan.retries().value_or(options.retries()) : 0;
+        if ((dispatch == Dispatch::allocated || dispatch == Dispatch::pull) &&
             (hedging.enabled || retries > 0 || plan.has_restarts())) {
           recovery.emplace();
           recovery->backups = hedging;

@@ -184,8 +184,10 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   }
   // 2. Its own share, from the front.
   if (me.front < me.back) return {Source::own, me.front++};
-  // 3. Help, if it had a share (so that backups never undo the allocation's choice).
-  if (allocation_[lane] == 0 || !t.rule.options().enabled) return {};
+  // 2b. An indexed race's next unstarted index (every lane that enters races).
+  if (t.pool_next < batch_) return {Source::pool, t.pool_next++};
+  // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
+  if (!me.helps || !t.rule.options().enabled) return {};
   describe(lane);
   const BackupAction action = t.rule.next(t.view);
   switch (action.kind) {
@@ -218,7 +220,7 @@ void Batch::describe(std::size_t helper) noexcept {
     const Tracked::TaskState& state = t.task[lane.task];
     view.copies = !running ? 0 : state.failing ? t.rule.options().max_copies : state.copies;
     view.available = helper == kNoLane
-                         ? allocation_[j] > 0 && lane.entered && !lane.inside && !lane.summoned
+                         ? lane.helps && lane.entered && !lane.inside && !lane.summoned
                          : j == helper;
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
   }

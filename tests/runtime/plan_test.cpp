@@ -145,13 +145,13 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
     return std::string("not refused");
   };
   const auto hedging = ata::BackupOptions{}.set_enabled(true);
-  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_hedging(hedging)),
-             ContainsSubstring("'fixed'") && ContainsSubstring("indexed race") &&
-                 ContainsSubstring("not supported on threads yet"));
   CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_retries(1)),
+             ContainsSubstring("'fixed'") && ContainsSubstring("retries for a race") &&
+                 ContainsSubstring("not supported"));
+  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(1)),
              ContainsSubstring("retries for a race"));
-  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_restart_after(0, 1.0)),
-             ContainsSubstring("restart budgets for a race"));
+  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_restart_after(0, 1.0)),
+             ContainsSubstring("restart budgets for a fungible race"));
   CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1)),
              ContainsSubstring("quotas and racers"));
   CHECK_THAT(refused(even_quotas(kWorkers, kBatch / kWorkers).set_hedging(hedging),
@@ -247,4 +247,94 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
       CHECK(report.restarts + report.takeovers + report.backup_copies >= 1);
     }
   }
+}
+
+TEST_CASE("an indexed race's hedging runs on threads: free racers back up an overdue task",
+          "[runtime][plan][stragglers]") {
+  constexpr std::size_t kWorkers = 4;
+  constexpr std::size_t kBatch = 16;
+  rt::WorkerPool pool(kWorkers);
+  std::atomic<bool> spike{false};
+  // Task 0's first copy of the batch takes 50x the usual time once the spike is armed.
+  const auto task = [&](const rt::TaskContext& ctx) {
+    nap(ctx, ctx.task() == 0 && spike.exchange(false) ? 5s : 2ms);
+    return ctx.task();
+  };
+  const auto hedged_race = [] {
+    return ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+        .set_hedging(ata::BackupOptions{}.set_enabled(true));
+  };
+
+  SECTION("the plan's hedging, with the scheduler's backups off") {
+    ata::FixedPlanPolicy policy("hedged pull", hedged_race());
+    rt::BatchScheduler scheduler(pool, policy);
+    for (int warm_up = 0; warm_up < 2; ++warm_up) {
+      auto [values, report] = scheduler.run(kBatch, task);
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.allocation.total() == kBatch);
+    }
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.dispatch == ata::Dispatch::pull);
+    CHECK(report.backup_copies >= 1);
+    CHECK(report.takeovers == 0);  // a race has no shares to take over
+    CHECK(report.allocation.total() == kBatch);
+    CHECK(report.discarded() >= 1);
+    std::size_t censored = 0;
+    std::lock_guard lock(policy.mutex());
+    for (std::size_t i = 0; i < kWorkers; ++i) censored += policy.stats(i).censored_count();
+    CHECK(censored >= 1);
+  }
+
+  SECTION("the scheduler's backups fill a plan that leaves hedging unset") {
+    ata::FixedPlanPolicy policy("pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed));
+    rt::BatchScheduler scheduler(pool, policy,
+                                 rt::SchedulerOptions{}.set_backups(rt::Backups::copies));
+    for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies >= 1);
+  }
+
+  SECTION("a plan with hedging disabled gets none, with the scheduler's backups on") {
+    ata::FixedPlanPolicy policy("unhedged pull",
+                                ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                                    .set_hedging(ata::BackupOptions{}.set_enabled(false)));
+    rt::BatchScheduler scheduler(pool, policy,
+                                 rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    const auto quick = [](const rt::TaskContext& ctx) { return ctx.task(); };
+    auto [values, report] = scheduler.run(kBatch, quick);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies == 0);
+    CHECK(report.discarded() == 0);
+  }
+}
+
+TEST_CASE("an indexed race's restart budgets run on threads", "[runtime][plan][restarts]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 6;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> attempts(kBatch);
+  ata::FixedPlanPolicy policy("restarted pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                                                    .set_restart_after(0, 0.005)
+                                                    .set_restart_after(1, 0.005));
+  rt::BatchScheduler scheduler(pool, policy);
+  // Every first attempt waits for its stop; every second returns at once.
+  auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+    if (attempts[ctx.task()]++ == 0) nap(ctx, 20s);
+    return ctx.task();
+  });
+  check_exactly_once(values, report, kBatch);
+  CHECK(report.dispatch == ata::Dispatch::pull);
+  CHECK(report.restarts == kBatch);
+  CHECK(report.discarded() == kBatch);
+  for (std::size_t j = 0; j < kBatch; ++j) CHECK(attempts[j] == 2);
+  // Each restarted on the worker it was stopped on.
+  for (std::size_t k = kBatch; k < report.tasks.size(); ++k) {
+    CHECK(report.tasks[k].worker == report.tasks[report.tasks[k].task].worker);
+  }
+  std::lock_guard lock(policy.mutex());
+  CHECK(policy.stats(0).censored_count() + policy.stats(1).censored_count() == kBatch);
 }

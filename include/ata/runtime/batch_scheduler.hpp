@@ -65,11 +65,15 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   stop request, is recorded as a discarded TaskRecord and reported to the policy as
 ///   censored (Policy::observe_censored()), and the same task starts afresh on worker i once
 ///   that copy has returned; whatever it returns is discarded (RoundReport::restarts).
+/// - an indexed race with hedging or restart budgets: tracked too. The racers claim the
+///   indices one by one; once none is left, a free racer runs a backup copy of an overdue
+///   task by the same rule (there are no shares to take over), the first copy to finish
+///   gives the result. Hedging comes from the plan, else from SchedulerOptions::set_backups().
 /// - a fungible race: hedging does not apply to one (as in the simulator).
 /// Refused with ata::Error before anything runs, never ignored: a plan mixing quotas and
-/// racers; hedging (enabled) of an indexed race; retries (> 0) or restart budgets of a race;
-/// hedging, retries or restart budgets of its own under Binding::late. SchedulerOptions'
-/// backups and retries apply to allocated batches only.
+/// racers; retries (> 0) of a race; restart budgets of a fungible race; hedging, retries or
+/// restart budgets of its own under Binding::late. SchedulerOptions::set_retries() applies to
+/// quota plans only.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
@@ -82,9 +86,9 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// per-task times of allocated batches for one clock read per chunk.
 ///
 /// Stragglers (SchedulerOptions::set_backups(), set_retries(); docs/stragglers.md): in an
-/// allocated batch, a worker done with its share takes over tasks other shares have not
-/// started and runs backup copies of tasks running past a multiple of their worker's learned
-/// mean (ata::BackupRule, the simulator's rule); the first copy to finish gives the result,
+/// allocated batch (and, for backup copies, an indexed race), a worker done with its share
+/// takes over tasks other shares have not started and runs backup copies of tasks running
+/// past a multiple of their worker's learned mean (ata::BackupRule, the simulator's rule); the first copy to finish gives the result,
 /// exactly one per index; the others are stopped and the policy hears
 /// Policy::observe_censored() for them. A throwing task may be retried on another worker. A
 /// worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
