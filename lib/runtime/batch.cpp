@@ -11,8 +11,9 @@ namespace ata::runtime::detail {
 
 namespace {
 
-// The shapes a batch can track (Recovery): quotas, and an indexed race with hedging.
-bool tracks(Dispatch mode) { return mode == Dispatch::allocated || mode == Dispatch::pull; }
+// The shapes a batch can track (Recovery): quotas, an indexed race, and both in one batch
+// (which runs tracked only).
+bool tracks(Dispatch mode) { return mode != Dispatch::greedy; }
 
 Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
   // A tracked batch times every copy (a backup needs each one's start) and reports the
@@ -37,33 +38,36 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       body_(body),
       logs_(plan.workers()) {
   const std::size_t workers = plan.workers();
-  if (mode_ == Dispatch::allocated) {
+  // Accepted by default: every task of a complete share is kept.
+  if (keep_records_) records_.resize(batch);
+  if (has_shares()) {
     first_task_.resize(workers);
-    // Accepted by default: every task of a complete share is kept.
-    if (keep_records_) records_.resize(batch);
     std::size_t next = 0;
     targets_.reserve(workers);
     for (std::size_t i = 0; i < workers; ++i) {
       first_task_[i] = next;
       next += allocation_[i];
-      if (allocation_[i] > 0) targets_.push_back(i);
+      if (allocation_[i] > 0 || plan.is_racer(i)) targets_.push_back(i);
     }
   } else {
     targets_.assign(plan.racers().begin(), plan.racers().end());
-    if (keep_records_) records_.resize(batch);
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
   if (recovery && tracks(mode_)) {
     tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
-      const std::size_t first = mode_ == Dispatch::allocated ? first_task_[i] : 0;
+      const std::size_t first = has_shares() ? first_task_[i] : 0;
       tracked_->lane[i].front = first;
       tracked_->lane[i].back = first + allocation_[i];
+      tracked_->lane[i].races = plan.is_racer(i);
     }
-    // An indexed race's pool is [sum of quotas, B): here every index.
-    tracked_->pool_next = mode_ == Dispatch::allocated ? batch : 0;
+    // An indexed race's pool: [sum of quotas, B).
+    tracked_->pool_next = allocation_.total();
     for (std::size_t i : targets_) tracked_->lane[i].helps = true;
     results_left_.store(batch, std::memory_order_relaxed);
+  }
+  if (mode_ == Dispatch::mixed && !tracked_) {
+    throw Error("a batch of quotas and an indexed race runs tracked only");  // never reached
   }
 }
 
@@ -72,14 +76,14 @@ Batch::~Batch() = default;
 void Batch::submit(LaneSet& lanes) {
   lanes_ = &lanes;
   // Counted before the chunks are queued, so that a worker never settles more than was added.
-  if (mode_ == Dispatch::allocated) {
+  if (has_shares()) {
     for (std::size_t i : targets_) lanes.add_backlog(i, allocation_[i]);
   }
   try {
     // Each queue entry holds a reference, so the batch outlives its last queued chunk.
     lanes.submit(shared_from_this(), targets_);
   } catch (...) {
-    if (mode_ == Dispatch::allocated) {
+    if (has_shares()) {
       for (std::size_t i : targets_) lanes.settle_backlog(i, allocation_[i]);
     }
     throw;
@@ -109,7 +113,7 @@ std::exception_ptr Batch::take_error() noexcept {
 
 void Batch::run(Lane& worker) noexcept {
   if (!try_enter()) {  // closed: the task body may be gone already
-    if (mode_ == Dispatch::allocated) settle_share(worker);
+    if (has_shares()) settle_share(worker);
     if (tracked_) {
       std::lock_guard lock(tracked_->mutex);
       tracked_->lane[worker.index()].summoned = false;
@@ -138,13 +142,14 @@ void Batch::run(Lane& worker) noexcept {
         run_greedy(worker, ctx);
         summarise(worker.index());
         break;
-      case Dispatch::mixed:  // refused before a batch is built
+      case Dispatch::mixed:  // tracked only
+        if (tracked_) run_tracked(worker);
         break;
     }
   } catch (...) {
     decide(Outcome::failed, std::current_exception());
   }
-  if (mode_ == Dispatch::allocated) settle_share(worker);
+  if (has_shares()) settle_share(worker);
   leave();
 }
 
@@ -189,10 +194,10 @@ void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexce
     }
   }
   // Never run here: the whole share leaves the backlog (the pool is shutting down, alive).
-  if (mode_ == Dispatch::allocated) lanes_->settle_backlog(worker, allocation_[worker]);
+  if (has_shares()) lanes_->settle_backlog(worker, allocation_[worker]);
   // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
   // of several: the batch is lost only if no worker reached it.
-  if (mode_ == Dispatch::allocated ||
+  if (has_shares() ||
       abandoned_.fetch_add(1, std::memory_order_acq_rel) + 1 == targets_.size()) {
     decide(Outcome::failed, reason);
   }
@@ -419,10 +424,9 @@ bool Batch::results_complete() const noexcept {
     case Dispatch::greedy:
       return accepted_.load(std::memory_order_acquire) >= batch_;
     case Dispatch::pull:
+    case Dispatch::mixed:  // tracked only
       if (tracked_) return results_left_.load(std::memory_order_acquire) == 0;
       break;  // tasks handed out may still run; only completion tells
-    case Dispatch::mixed:  // refused before a batch is built
-      break;
   }
   return false;
 }

@@ -87,8 +87,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Runs `plan` (one role per worker) over `batch` tasks: quotas only (Dispatch::allocated,
   // summing to `batch`), or a race of plan.racers() without quotas (Dispatch::greedy for a
-  // fungible race, Dispatch::pull for an indexed one); the caller refuses mixed plans.
-  // `recovery` makes an allocated or pull batch tracked (ignored for greedy ones). `body`
+  // fungible race, Dispatch::pull for an indexed one), or, tracked, quotas with an indexed
+  // race (Dispatch::mixed); the caller refuses a fungible race with quotas.
+  // `recovery` makes an allocated or pull batch tracked (ignored for greedy ones); a mixed
+  // plan (quotas and an indexed race) needs one. `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated batch that needs no per-task records itself (not tracked, not
@@ -179,6 +181,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Allocated mode: takes the rest of `worker`'s share off its backlog.
   void settle_share(Lane& worker) noexcept;
+  // Quotas (allocated mode, or quotas and an indexed race: mixed, always tracked).
+  [[nodiscard]] bool has_shares() const noexcept {
+    return mode_ == Dispatch::allocated || mode_ == Dispatch::mixed;
+  }
 
   // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
   struct Tracked;
@@ -296,6 +302,7 @@ struct Batch::Tracked {
     std::size_t finished = 0;
     double stuck_after = 0.0;  // seconds the running copy may run before the lane is stuck
     bool helps = false;        // it has a role (a quota or a race): it may help once free
+    bool races = false;        // it claims the race's indices once its share is done
     bool restarting = false;   // the running copy was stopped at its restart budget
     bool restart = false;      // the lane starts `task` afresh before anything else
   };

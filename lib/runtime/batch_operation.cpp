@@ -49,9 +49,9 @@ constexpr double kQuarantineBacklog = 1e12;
 // sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
 // simulator's interpretation, lib/sim/simulation.cpp): quotas, with the plan's hedging,
 // retries and restart budgets (a tracked batch); an indexed race, with hedging and restart
-// budgets (tracked too); a fungible race (hedging does not apply to one, as in the
-// simulator). Anything else is refused here, never ignored. `late`: the quotas are to be
-// handed out by the pacer (Binding::late).
+// budgets (tracked too), alone or with quotas; a fungible race (hedging does not apply to
+// one, as in the simulator). Anything else is refused here, never ignored. `late`: the quotas
+// are to be handed out by the pacer (Binding::late).
 void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
                            std::size_t workers, bool late) {
   plan.check(batch, workers, policy.name());
@@ -62,10 +62,10 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
                 std::to_string(plan.quotas().total()) + " tasks for a batch of B = " +
                 std::to_string(batch) + "; an allocation must sum to B");
   }
-  if (dispatch == Dispatch::mixed) {
+  if (dispatch == Dispatch::mixed && plan.race_kind() == RaceKind::fungible) {
     throw Error(name +
-                "quotas and racers in one batch; the thread runtime runs quotas or a race, not "
-                "both in one batch (not supported on threads yet)");
+                "quotas and a fungible race in one batch; on threads quotas run with an indexed "
+                "race only (not supported with a fungible race on threads yet)");
   }
   const bool hedged = plan.hedging() && plan.hedging()->enabled;
   const bool retried = plan.retries() && *plan.retries() > 0;
@@ -84,8 +84,8 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
   }
   if (retried) {
     throw Error(name +
-                "retries for a race; on threads they run in quota plans only (not supported "
-                "for races on threads yet)");
+                "retries for a plan with racers; on threads they run in plans of quotas only "
+                "(not supported for races on threads yet)");
   }
 }
 
@@ -231,8 +231,10 @@ void BatchOperation::submit_now() {
         const BackupOptions hedging = plan.hedging().value_or(options.backup_options());
         const std::size_t retries =
             dispatch == Dispatch::allocated ? plan.retries().value_or(options.retries()) : 0;
-        if ((dispatch == Dispatch::allocated || dispatch == Dispatch::pull) &&
-            (hedging.enabled || retries > 0 || plan.has_restarts())) {
+        // Quotas with an indexed race (mixed) run tracked only.
+        if (dispatch == Dispatch::mixed ||
+            ((dispatch == Dispatch::allocated || dispatch == Dispatch::pull) &&
+             (hedging.enabled || retries > 0 || plan.has_restarts()))) {
           recovery.emplace();
           recovery->backups = hedging;
           recovery->retries = retries;

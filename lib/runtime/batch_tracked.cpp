@@ -184,8 +184,8 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   }
   // 2. Its own share, from the front.
   if (me.front < me.back) return {Source::own, me.front++};
-  // 2b. An indexed race's next unstarted index (every lane that enters races).
-  if (t.pool_next < batch_) return {Source::pool, t.pool_next++};
+  // 2b. A racer: the race's next unstarted index.
+  if (me.races && t.pool_next < batch_) return {Source::pool, t.pool_next++};
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled) return {};
   describe(lane);

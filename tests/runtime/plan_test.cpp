@@ -146,14 +146,17 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
   };
   const auto hedging = ata::BackupOptions{}.set_enabled(true);
   CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_retries(1)),
-             ContainsSubstring("'fixed'") && ContainsSubstring("retries for a race") &&
+             ContainsSubstring("'fixed'") && ContainsSubstring("retries for a plan with racers") &&
                  ContainsSubstring("not supported"));
   CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(1)),
-             ContainsSubstring("retries for a race"));
+             ContainsSubstring("retries for a plan with racers"));
   CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_restart_after(0, 1.0)),
              ContainsSubstring("restart budgets for a fungible race"));
-  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1)),
-             ContainsSubstring("quotas and racers"));
+  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_race_kind(
+                 ata::RaceKind::fungible)),
+             ContainsSubstring("quotas and a fungible race"));
+  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_retries(1)),
+             ContainsSubstring("retries for a plan with racers"));
   CHECK_THAT(refused(even_quotas(kWorkers, kBatch / kWorkers).set_hedging(hedging),
                      rt::SchedulerOptions{}.set_binding(rt::Binding::late)),
              ContainsSubstring("late binding"));
@@ -337,4 +340,54 @@ TEST_CASE("an indexed race's restart budgets run on threads", "[runtime][plan][r
   }
   std::lock_guard lock(policy.mutex());
   CHECK(policy.stats(0).censored_count() + policy.stats(1).censored_count() == kBatch);
+}
+
+TEST_CASE("quotas and an indexed race in one batch run on threads, hedged or not",
+          "[runtime][plan][mixed]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kQuota = 4;
+  constexpr std::size_t kBatch = 10;
+  rt::WorkerPool pool(kWorkers);
+  // Worker 0 runs tasks [0, 4) as its quota; workers 1 and 2 race for [4, 10).
+  const auto mixed = [] {
+    return ata::Plan(kWorkers).set_quota(0, kQuota).set_racer(1).set_racer(2);
+  };
+
+  SECTION("without hedging: the quota where planned, the pool to the racers") {
+    ata::FixedPlanPolicy policy("mixed", mixed());
+    rt::BatchScheduler scheduler(pool, policy);
+    for (int round = 0; round < 3; ++round) {
+      auto [values, report] = scheduler.run(kBatch, [](const rt::TaskContext& ctx) {
+        nap(ctx, 1ms);
+        return ctx.task();
+      });
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.dispatch == ata::Dispatch::mixed);
+      CHECK(report.discarded() == 0);
+      CHECK(report.allocation[0] == kQuota);
+      CHECK(report.allocation.total() == kBatch);
+      for (std::size_t j = 0; j < kBatch; ++j) {
+        CHECK((report.tasks[j].worker == 0) == (j < kQuota));
+      }
+    }
+  }
+
+  SECTION("with hedging: free racers help the quota worker's spiking task") {
+    ata::FixedPlanPolicy policy("hedged mixed",
+                                mixed().set_hedging(ata::BackupOptions{}.set_enabled(true)));
+    rt::BatchScheduler scheduler(pool, policy);
+    std::atomic<bool> spike{false};
+    const auto task = [&](const rt::TaskContext& ctx) {
+      nap(ctx, ctx.task() == 0 && spike.exchange(false) ? 5s : 2ms);
+      return ctx.task();
+    };
+    for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies + report.takeovers >= 1);
+    CHECK(report.backup_copies >= 1);  // task 0 itself: nobody else finishes it
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() >= 1);
+  }
 }

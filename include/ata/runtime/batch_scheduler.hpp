@@ -54,6 +54,9 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   running then get a stop request and their results are discarded, but their time counts
 ///   as worker time. Other workers get nothing.
 /// - an indexed race (Dispatch::pull): the racers pull exactly B tasks from a shared counter.
+/// - quotas and an indexed race (Dispatch::mixed): the quota workers run their shares as
+///   above, the racers claim the rest, [a_0 + ... + a_{n-1}, B), one by one (a tracked
+///   batch, below).
 /// What runs on threads of what a plan may carry, as the simulator (lib/sim/simulation.cpp)
 /// interprets it:
 /// - quotas with hedging, retries or restart budgets: a tracked batch (Stragglers below). A
@@ -65,15 +68,16 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   stop request, is recorded as a discarded TaskRecord and reported to the policy as
 ///   censored (Policy::observe_censored()), and the same task starts afresh on worker i once
 ///   that copy has returned; whatever it returns is discarded (RoundReport::restarts).
-/// - an indexed race with hedging or restart budgets: tracked too. The racers claim the
-///   indices one by one; once none is left, a free racer runs a backup copy of an overdue
-///   task by the same rule (there are no shares to take over), the first copy to finish
-///   gives the result. Hedging comes from the plan, else from SchedulerOptions::set_backups().
+/// - an indexed race, alone or with quotas, with hedging or restart budgets: tracked too.
+///   The racers claim the race's indices one by one; once none is left, a free racer (and a
+///   quota worker done with its share) runs a take-over of an unstarted quota task or a backup
+///   copy of an overdue task by the same rule, the first copy to finish giving the result.
+///   Hedging comes from the plan, else from SchedulerOptions::set_backups().
 /// - a fungible race: hedging does not apply to one (as in the simulator).
-/// Refused with ata::Error before anything runs, never ignored: a plan mixing quotas and
-/// racers; retries (> 0) of a race; restart budgets of a fungible race; hedging, retries or
-/// restart budgets of its own under Binding::late. SchedulerOptions::set_retries() applies to
-/// quota plans only.
+/// Refused with ata::Error before anything runs, never ignored: quotas with a fungible race;
+/// retries (> 0) in a plan with racers; restart budgets of a fungible race; hedging, retries
+/// or restart budgets of its own under Binding::late. SchedulerOptions::set_retries() applies
+/// to plans of quotas only.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
