@@ -24,8 +24,8 @@ Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
 
 }  // namespace
 
-Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round,
-             TaskBody& body, bool task_records, std::optional<Recovery> recovery)
+Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
+             bool task_records, std::optional<Recovery> recovery)
     : mode_(plan.dispatch()),
       timing_(timing_for(mode_, timing, recovery.has_value() && tracks(mode_))),
       keep_records_((mode_ == Dispatch::allocated &&
@@ -197,8 +197,7 @@ void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexce
   if (has_shares()) lanes_->settle_backlog(worker, allocation_[worker]);
   // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
   // of several: the batch is lost only if no worker reached it.
-  if (has_shares() ||
-      abandoned_.fetch_add(1, std::memory_order_acq_rel) + 1 == targets_.size()) {
+  if (has_shares() || abandoned_.fetch_add(1, std::memory_order_acq_rel) + 1 == targets_.size()) {
     decide(Outcome::failed, reason);
   }
 }

@@ -238,8 +238,7 @@ double Batch::mean_of(std::size_t lane) const noexcept {
 void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
   const bool hedging = t.rule.options().enabled;
-  if (t.released || t.recovery.timer == nullptr ||
-      (!hedging && t.recovery.restart_after.empty())) {
+  if (t.released || t.recovery.timer == nullptr || (!hedging && t.recovery.restart_after.empty())) {
     return;
   }
   double wait = time_to_next_restart();

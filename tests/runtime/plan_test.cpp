@@ -83,9 +83,9 @@ TEST_CASE("a plan's own hedging runs on threads, overriding the scheduler's back
 
   SECTION("a plan with hedging disabled gets none, with the scheduler's backups on") {
     ata::FixedPlanPolicy policy(
-        "unhedged", even_quotas(kWorkers, kEach).set_hedging(ata::BackupOptions{}.set_enabled(false)));
-    rt::BatchScheduler scheduler(pool, policy,
-                                 rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+        "unhedged",
+        even_quotas(kWorkers, kEach).set_hedging(ata::BackupOptions{}.set_enabled(false)));
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
     for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
     spike = true;
     auto [values, report] = scheduler.run(kBatch, task);
@@ -164,11 +164,11 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
   // What a plan sets to nothing runs: a disabled hedging of an indexed race, no retries of a
   // race, and a fungible race's hedging, which (as in the simulator) applies to no race of
   // interchangeable tasks.
-  for (ata::Plan plan :
-       {ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_hedging(ata::BackupOptions{}.set_enabled(false)),
-        ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(0),
-        ata::Plan::race(kWorkers, ata::RaceKind::fungible)
-            .set_hedging(ata::BackupOptions{}.set_enabled(true))}) {
+  for (ata::Plan plan : {ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                             .set_hedging(ata::BackupOptions{}.set_enabled(false)),
+                         ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(0),
+                         ata::Plan::race(kWorkers, ata::RaceKind::fungible)
+                             .set_hedging(ata::BackupOptions{}.set_enabled(true))}) {
     ata::FixedPlanPolicy policy("fixed", plan);
     rt::BatchScheduler scheduler(pool, policy);
     auto [values, report] = scheduler.run(kBatch, task);
@@ -212,9 +212,9 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
   }
 
   SECTION("a copy that ignores its stop is waited for and its late result discarded") {
-    ata::FixedPlanPolicy policy("restarted", even_quotas(kWorkers, kEach)
-                                                 .set_restart_after(0, 0.002)
-                                                 .set_restart_after(1, 0.002));
+    ata::FixedPlanPolicy policy(
+        "restarted",
+        even_quotas(kWorkers, kEach).set_restart_after(0, 0.002).set_restart_after(1, 0.002));
     rt::BatchScheduler scheduler(pool, policy);
     std::atomic<bool> late_running{false};
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
@@ -305,8 +305,7 @@ TEST_CASE("an indexed race's hedging runs on threads: free racers back up an ove
     ata::FixedPlanPolicy policy("unhedged pull",
                                 ata::Plan::race(kWorkers, ata::RaceKind::indexed)
                                     .set_hedging(ata::BackupOptions{}.set_enabled(false)));
-    rt::BatchScheduler scheduler(pool, policy,
-                                 rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
     const auto quick = [](const rt::TaskContext& ctx) { return ctx.task(); };
     auto [values, report] = scheduler.run(kBatch, quick);
     check_exactly_once(values, report, kBatch);

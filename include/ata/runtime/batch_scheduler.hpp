@@ -92,17 +92,18 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// Stragglers (SchedulerOptions::set_backups(), set_retries(); docs/stragglers.md): in an
 /// allocated batch (and, for backup copies, an indexed race), a worker done with its share
 /// takes over tasks other shares have not started and runs backup copies of tasks running
-/// past a multiple of their worker's learned mean (ata::BackupRule, the simulator's rule); the first copy to finish gives the result,
-/// exactly one per index; the others are stopped and the policy hears
-/// Policy::observe_censored() for them. A throwing task may be retried on another worker. A
-/// worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
+/// past a multiple of their worker's learned mean (ata::BackupRule, the simulator's rule); the
+/// first copy to finish gives the result, exactly one per index; the others are stopped and the
+/// policy hears Policy::observe_censored() for them. A throwing task may be retried on another
+/// worker. A worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
 ///
 /// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
 /// inside its task any more (but see run() for a task handed over as a std::shared_ptr). It does
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
-/// Cost: B is at most kMaxBatch. With backups, retries or restarts, an allocated batch also takes its
+/// Cost: B is at most kMaxBatch. A tracked batch (quotas with backups, retries or restarts;
+/// an indexed race with hedging or restarts; quotas with an indexed race) also takes its
 /// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
 /// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
 /// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in
