@@ -44,7 +44,8 @@ struct TrainingOptions {
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
-  /// --backups on|copies|off: backup tasks of allocated strategies (SchedulerOptions).
+  /// --backups on|copies|off: backup tasks of allocated strategies and of pull's racers
+  /// (SchedulerOptions), unless a strategy's plan sets its own hedging.
   std::string backups = "off";
 };
 
