@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
                  "on: allocate each batch against the work already queued on each worker")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--backups", o.backups,
-                 "backup tasks of allocated strategies: on (an idle worker also takes over "
-                 "unstarted tasks), copies (copies of overdue tasks only) or off")
+                 "backup tasks of allocated strategies and pull's racers: on (an idle worker "
+                 "also takes over unstarted tasks), copies (copies of overdue tasks only) or off")
       ->check(CLI::IsMember({"on", "copies", "off"}));
   app.add_option("--binding", o.binding,
                  "allocated strategies: arrival (allocate each batch when it arrives) or late "

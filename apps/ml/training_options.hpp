@@ -45,7 +45,8 @@ struct TrainingOptions {
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
-  /// --backups on|copies|off: backup tasks of allocated strategies (SchedulerOptions).
+  /// --backups on|copies|off: backup tasks of allocated strategies and of pull's racers
+  /// (SchedulerOptions), unless a strategy's plan sets its own hedging.
   std::string backups = "off";
   /// --work-price: what a worker-second costs in wall-seconds; empty: 1/n (ata::Objective).
   std::optional<double> work_price;

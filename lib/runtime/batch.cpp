@@ -11,6 +11,10 @@ namespace ata::runtime::detail {
 
 namespace {
 
+// The shapes a batch can track (Recovery): quotas, an indexed race, and both in one batch
+// (which runs tracked only).
+bool tracks(Dispatch mode) { return mode != Dispatch::greedy; }
+
 Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
   // A tracked batch times every copy (a backup needs each one's start) and reports the
   // accepted ones one by one: which worker gave a task's result is known only at its end.
@@ -20,12 +24,13 @@ Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
 
 }  // namespace
 
-Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round,
-             TaskBody& body, bool task_records, std::optional<Recovery> recovery)
+Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
+             bool task_records, std::optional<Recovery> recovery)
     : mode_(plan.dispatch()),
-      timing_(timing_for(mode_, timing, recovery.has_value() && mode_ == Dispatch::allocated)),
-      keep_records_(mode_ == Dispatch::allocated &&
-                    (task_records || recovery.has_value() || timing_ == Timing::samples)),
+      timing_(timing_for(mode_, timing, recovery.has_value() && tracks(mode_))),
+      keep_records_((mode_ == Dispatch::allocated &&
+                     (task_records || recovery.has_value() || timing_ == Timing::samples)) ||
+                    (recovery.has_value() && tracks(mode_))),
       clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
@@ -33,28 +38,36 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       body_(body),
       logs_(plan.workers()) {
   const std::size_t workers = plan.workers();
-  if (mode_ == Dispatch::allocated) {
+  // Accepted by default: every task of a complete share is kept.
+  if (keep_records_) records_.resize(batch);
+  if (has_shares()) {
     first_task_.resize(workers);
-    // Accepted by default: every task of a complete share is kept.
-    if (keep_records_) records_.resize(batch);
     std::size_t next = 0;
     targets_.reserve(workers);
     for (std::size_t i = 0; i < workers; ++i) {
       first_task_[i] = next;
       next += allocation_[i];
-      if (allocation_[i] > 0) targets_.push_back(i);
+      if (allocation_[i] > 0 || plan.is_racer(i)) targets_.push_back(i);
     }
   } else {
     targets_.assign(plan.racers().begin(), plan.racers().end());
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
-  if (recovery && mode_ == Dispatch::allocated) {
+  if (recovery && tracks(mode_)) {
     tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
-      tracked_->lane[i].front = first_task_[i];
-      tracked_->lane[i].back = first_task_[i] + allocation_[i];
+      const std::size_t first = has_shares() ? first_task_[i] : 0;
+      tracked_->lane[i].front = first;
+      tracked_->lane[i].back = first + allocation_[i];
+      tracked_->lane[i].races = plan.is_racer(i);
     }
+    // An indexed race's pool: [sum of quotas, B).
+    tracked_->pool_next = allocation_.total();
+    for (std::size_t i : targets_) tracked_->lane[i].helps = true;
     results_left_.store(batch, std::memory_order_relaxed);
+  }
+  if (mode_ == Dispatch::mixed && !tracked_) {
+    throw Error("a batch of quotas and an indexed race runs tracked only");  // never reached
   }
 }
 
@@ -63,14 +76,14 @@ Batch::~Batch() = default;
 void Batch::submit(LaneSet& lanes) {
   lanes_ = &lanes;
   // Counted before the chunks are queued, so that a worker never settles more than was added.
-  if (mode_ == Dispatch::allocated) {
+  if (has_shares()) {
     for (std::size_t i : targets_) lanes.add_backlog(i, allocation_[i]);
   }
   try {
     // Each queue entry holds a reference, so the batch outlives its last queued chunk.
     lanes.submit(shared_from_this(), targets_);
   } catch (...) {
-    if (mode_ == Dispatch::allocated) {
+    if (has_shares()) {
       for (std::size_t i : targets_) lanes.settle_backlog(i, allocation_[i]);
     }
     throw;
@@ -100,7 +113,7 @@ std::exception_ptr Batch::take_error() noexcept {
 
 void Batch::run(Lane& worker) noexcept {
   if (!try_enter()) {  // closed: the task body may be gone already
-    if (mode_ == Dispatch::allocated) settle_share(worker);
+    if (has_shares()) settle_share(worker);
     if (tracked_) {
       std::lock_guard lock(tracked_->mutex);
       tracked_->lane[worker.index()].summoned = false;
@@ -118,20 +131,25 @@ void Batch::run(Lane& worker) noexcept {
         }
         break;
       case Dispatch::pull:
-        run_pull(worker, ctx);
-        summarise(worker.index());
+        if (tracked_) {
+          run_tracked(worker);
+        } else {
+          run_pull(worker, ctx);
+          summarise(worker.index());
+        }
         break;
       case Dispatch::greedy:
         run_greedy(worker, ctx);
         summarise(worker.index());
         break;
-      case Dispatch::mixed:  // refused before a batch is built
+      case Dispatch::mixed:  // tracked only
+        if (tracked_) run_tracked(worker);
         break;
     }
   } catch (...) {
     decide(Outcome::failed, std::current_exception());
   }
-  if (mode_ == Dispatch::allocated) settle_share(worker);
+  if (has_shares()) settle_share(worker);
   leave();
 }
 
@@ -176,11 +194,10 @@ void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexce
     }
   }
   // Never run here: the whole share leaves the backlog (the pool is shutting down, alive).
-  if (mode_ == Dispatch::allocated) lanes_->settle_backlog(worker, allocation_[worker]);
+  if (has_shares()) lanes_->settle_backlog(worker, allocation_[worker]);
   // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
   // of several: the batch is lost only if no worker reached it.
-  if (mode_ == Dispatch::allocated ||
-      abandoned_.fetch_add(1, std::memory_order_acq_rel) + 1 == targets_.size()) {
+  if (has_shares() || abandoned_.fetch_add(1, std::memory_order_acq_rel) + 1 == targets_.size()) {
     decide(Outcome::failed, reason);
   }
 }
@@ -406,7 +423,8 @@ bool Batch::results_complete() const noexcept {
     case Dispatch::greedy:
       return accepted_.load(std::memory_order_acquire) >= batch_;
     case Dispatch::pull:
-    case Dispatch::mixed:  // refused before a batch is built
+    case Dispatch::mixed:  // tracked only
+      if (tracked_) return results_left_.load(std::memory_order_acquire) == 0;
       break;  // tasks handed out may still run; only completion tells
   }
   return false;
@@ -468,18 +486,25 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   report.dispatch = mode_;
   report.busy.assign(workers, std::chrono::nanoseconds{0});
   slot_order.clear();
-  if (mode_ == Dispatch::allocated) {
+  if (mode_ == Dispatch::allocated || tracked_) {
     // Every share ran to its end (tracked: every index has its accepted copy): the records
     // are all written.
     report.tasks = std::move(records_);
     for (std::size_t i = 0; i < workers; ++i) report.busy[i] = logs_[i].busy;
-    report.allocation = allocation_;
+    if (mode_ == Dispatch::allocated) {
+      report.allocation = allocation_;
+    } else {
+      std::vector<std::size_t> accepted(workers, 0);
+      for (const TaskRecord& task : report.tasks) ++accepted[task.worker];
+      report.allocation = Allocation(std::move(accepted));
+    }
     if (tracked_) {
       report.tasks.insert(report.tasks.end(), tracked_->discarded.begin(),
                           tracked_->discarded.end());
       report.takeovers = tracked_->takeovers;
       report.backup_copies = tracked_->backup_copies;
       report.retries = tracked_->retried;
+      report.restarts = tracked_->restarts;
     }
     return;
   }

@@ -36,7 +36,8 @@ enum class Timing : std::uint8_t {
   chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
 };
 
-// An allocated batch with backups or retries ("tracked"): what it needs beyond the plain mode.
+// An allocated batch with backups, retries or restart budgets, or an indexed race with
+// hedging ("tracked"): what it needs beyond the plain mode.
 struct Recovery {
   BackupOptions backups;            // the rule's settings; enabled = false: retries only
   std::size_t retries = 0;          // attempts after the first, per task
@@ -44,6 +45,9 @@ struct Recovery {
   std::vector<double> means;        // each lane's learned mean when allocated (0: unknown)
   std::vector<std::size_t> counts;  // and how many finished tasks it was learned from
   DeadlineTimer* timer = nullptr;   // wakes an idle lane when a running task becomes overdue
+  // Per lane, the restart budget in seconds (+infinity: none); empty: no restarts. A copy that
+  // has run its lane's budget is stopped, discarded, censored and started afresh there.
+  std::vector<double> restart_after;
   // Set when the caller handed the task over: it owns the task body, and the batch completes
   // as soon as every index has a result, late copies finishing on their own.
   std::shared_ptr<void> owner;
@@ -83,7 +87,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Runs `plan` (one role per worker) over `batch` tasks: quotas only (Dispatch::allocated,
   // summing to `batch`), or a race of plan.racers() without quotas (Dispatch::greedy for a
-  // fungible race, Dispatch::pull for an indexed one); the caller refuses mixed plans. `body`
+  // fungible race, Dispatch::pull for an indexed one), or, tracked, quotas with an indexed
+  // race (Dispatch::mixed); the caller refuses a fungible race with quotas.
+  // `recovery` makes an allocated or pull batch tracked (ignored for greedy ones); a mixed
+  // plan (quotas and an indexed race) needs one. `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated batch that needs no per-task records itself (not tracked, not
@@ -174,10 +181,14 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Allocated mode: takes the rest of `worker`'s share off its backlog.
   void settle_share(Lane& worker) noexcept;
+  // Quotas (allocated mode, or quotas and an indexed race: mixed, always tracked).
+  [[nodiscard]] bool has_shares() const noexcept {
+    return mode_ == Dispatch::allocated || mode_ == Dispatch::mixed;
+  }
 
   // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
   struct Tracked;
-  enum class Source : std::uint8_t { none, own, retry, take_over, backup };
+  enum class Source : std::uint8_t { none, own, pool, retry, take_over, backup, restart };
   struct Pick {
     Source source = Source::none;
     std::size_t task = 0;
@@ -192,8 +203,13 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   [[nodiscard]] double mean_of(std::size_t lane) const noexcept;
   // Arms the timer for the next running copy to become overdue for an idle lane.
   void arm_timer() noexcept;
-  // On the timer's thread: sends an idle lane to help, or re-arms.
+  // On the timer's thread: stops the copies past their restart budgets, sends an idle lane
+  // to help, or re-arms.
   void on_timer() noexcept;
+  // The least time until a running copy reaches its lane's restart budget (+infinity: none).
+  [[nodiscard]] double time_to_next_restart() const noexcept;
+  // Requests stop of every running copy that has run its lane's restart budget.
+  void request_restarts() noexcept;
   // Queues this batch on `lane` again (its entry is free), with nothing locked.
   void summon(std::size_t lane) noexcept;
   // Whether a retry waits with no lane to come for it: none inside, summoned, or still to
@@ -285,6 +301,10 @@ struct Batch::Tracked {
     double finished_seconds = 0.0;
     std::size_t finished = 0;
     double stuck_after = 0.0;  // seconds the running copy may run before the lane is stuck
+    bool helps = false;        // it has a role (a quota or a race): it may help once free
+    bool races = false;        // it claims the race's indices once its share is done
+    bool restarting = false;   // the running copy was stopped at its restart budget
+    bool restart = false;      // the lane starts `task` afresh before anything else
   };
   struct TaskState {
     std::size_t copies = 0;     // running now
@@ -307,12 +327,14 @@ struct Batch::Tracked {
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
   std::vector<BackupWorker> view;     // scratch for the rule
+  std::size_t pool_next = 0;          // an indexed race: its next unstarted index (B: none)
   std::vector<std::size_t> retry;     // tasks waiting for another attempt
   std::vector<TaskRecord> discarded;  // copies that lost, failed attempts
   std::vector<Censored> censored;     // the stopped copies' times
   std::size_t takeovers = 0;
   std::size_t backup_copies = 0;
   std::size_t retried = 0;
+  std::size_t restarts = 0;
   std::optional<DeadlineTimer::Id> timer;  // armed for `timer_at`
   DeadlineTimer::Clock::time_point timer_at;
   bool released = false;  // complete: nothing more is recorded, no timer armed

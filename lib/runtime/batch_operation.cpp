@@ -46,24 +46,46 @@ namespace {
 constexpr double kQuarantineBacklog = 1e12;
 
 // The policy's plan must give every lane a role and account for exactly B tasks: the batch
-// sizes its result slots and task ranges from it. The thread runtime runs quotas or a race,
-// not both in one batch.
+// sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
+// simulator's interpretation, lib/sim/simulation.cpp): quotas, with the plan's hedging,
+// retries and restart budgets (a tracked batch); an indexed race, with hedging and restart
+// budgets (tracked too), alone or with quotas; a fungible race (hedging does not apply to
+// one, as in the simulator). Anything else is refused here, never ignored. `late`: the quotas
+// are to be handed out by the pacer (Binding::late).
 void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
-                           std::size_t workers) {
+                           std::size_t workers, bool late) {
   plan.check(batch, workers, policy.name());
-  if (plan.dispatch() == Dispatch::allocated && plan.quotas().total() != batch) {
+  const std::string name = "policy '" + std::string(policy.name()) + "' planned ";
+  const Dispatch dispatch = plan.dispatch();
+  if (dispatch == Dispatch::allocated && plan.quotas().total() != batch) {
     throw Error("policy '" + std::string(policy.name()) + "' allocated " +
                 std::to_string(plan.quotas().total()) + " tasks for a batch of B = " +
                 std::to_string(batch) + "; an allocation must sum to B");
   }
-  if (plan.dispatch() == Dispatch::mixed) {
-    throw Error("policy '" + std::string(policy.name()) +
-                "' planned quotas and racers in one batch; the thread runtime runs either");
+  if (dispatch == Dispatch::mixed && plan.race_kind() == RaceKind::fungible) {
+    throw Error(name +
+                "quotas and a fungible race in one batch; on threads quotas run with an indexed "
+                "race only (not supported with a fungible race on threads yet)");
   }
-  if (plan.has_restarts() || plan.hedging() || plan.retries()) {
-    throw Error("policy '" + std::string(policy.name()) +
-                "' planned hedging, retries or restarts of its own; on threads they are set "
-                "by SchedulerOptions");
+  const bool hedged = plan.hedging() && plan.hedging()->enabled;
+  const bool retried = plan.retries() && *plan.retries() > 0;
+  if (dispatch == Dispatch::allocated) {
+    if (late && (hedged || retried || plan.has_restarts())) {
+      throw Error(name +
+                  "hedging, retries or restart budgets of its own, which late binding "
+                  "(Binding::late) does not run: bind early to run them");
+    }
+    return;
+  }
+  if (dispatch == Dispatch::greedy && plan.has_restarts()) {
+    throw Error(name +
+                "restart budgets for a fungible race; on threads they run in quota plans and "
+                "indexed races only (not supported for fungible races on threads yet)");
+  }
+  if (retried) {
+    throw Error(name +
+                "retries for a plan with racers; on threads they run in plans of quotas only "
+                "(not supported for races on threads yet)");
   }
 }
 
@@ -190,6 +212,8 @@ void BatchOperation::submit_now() {
       } else {
         policy.plan(batch_, plan);
       }
+      round_ = ++scheduler_.rounds_;
+      require_runnable_plan(policy, plan, batch_, workers, pacer != nullptr);
       // Late binding replaces quotas only: a race hands its tasks out by itself already.
       if (plan.dispatch() != Dispatch::allocated) pacer = nullptr;
       if (pacer != nullptr) {
@@ -200,11 +224,26 @@ void BatchOperation::submit_now() {
         for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
         pacer->set_means(means);
       } else {
-        if (plan.dispatch() == Dispatch::allocated &&
-            (options.backups() != Backups::off || options.retries() > 0)) {
+        // The plan's own hedging and retries override the scheduler's, as in the simulator.
+        // Quotas and an indexed race are tracked; the scheduler's retries apply to quotas only
+        // (a race's own are refused).
+        const Dispatch dispatch = plan.dispatch();
+        const BackupOptions hedging = plan.hedging().value_or(options.backup_options());
+        const std::size_t retries =
+            dispatch == Dispatch::allocated ? plan.retries().value_or(options.retries()) : 0;
+        // Quotas with an indexed race (mixed) run tracked only.
+        if (dispatch == Dispatch::mixed ||
+            ((dispatch == Dispatch::allocated || dispatch == Dispatch::pull) &&
+             (hedging.enabled || retries > 0 || plan.has_restarts()))) {
           recovery.emplace();
-          recovery->backups = options.backup_options();
-          recovery->retries = options.retries();
+          recovery->backups = hedging;
+          recovery->retries = retries;
+          if (plan.has_restarts()) {
+            recovery->restart_after.resize(workers);
+            for (std::size_t i = 0; i < workers; ++i) {
+              recovery->restart_after[i] = plan.restart_after(i);
+            }
+          }
           recovery->stuck_after = options.stuck_after();
           recovery->means.resize(workers);
           recovery->counts.resize(workers);
@@ -224,8 +263,6 @@ void BatchOperation::submit_now() {
     } else if (options.time_chunks()) {
       timing = Timing::chunk_means;
     }
-    round_ = ++scheduler_.rounds_;
-    require_runnable_plan(policy, plan, batch_, workers);
   }
   std::shared_ptr<Batch> job;
   try {

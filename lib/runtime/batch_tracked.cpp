@@ -1,5 +1,6 @@
 // Tracked allocated batches (Recovery): backup copies and take-overs by ata::BackupRule, the
-// simulator's rule; retries of failing tasks; quarantine marks for stuck lanes.
+// simulator's rule; retries of failing tasks; restart budgets; quarantine marks for stuck
+// lanes.
 //
 // A lane runs its share from the front; once the share is done and the batch still waits, it
 // asks the rule (as the one available worker) for a take-over (the back of another share) or
@@ -9,7 +10,10 @@
 // first copy of a task to end without an exception claims the task's result under the mutex
 // (exactly one per index) and requests stop of the others; a copy ending after the claim is
 // discarded, its time counted as worker time and reported as censored. A failing attempt is
-// queued for a retry on another lane while attempts remain, else it fails the batch.
+// queued for a retry on another lane while attempts remain, else it fails the batch. With
+// restart budgets (Recovery::restart_after), the same timer stops a copy that has run its
+// lane's budget; when it returns (whatever with) it is discarded and censored, and its lane
+// starts the task afresh before anything else, unless another copy gave the result meanwhile.
 
 #include <algorithm>
 #include <chrono>
@@ -47,6 +51,7 @@ void Batch::run_tracked(Lane& worker) {
       if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
       ++t.task[task].copies;
       me.running = true;
+      me.restarting = false;
       me.task = task;
       me.start = clock_.now();
       const auto started = Lane::Clock::now();
@@ -85,6 +90,15 @@ void Batch::run_tracked(Lane& worker) {
         // Lost to another copy (stopped, or ended second): discarded, a censored time.
         t.discarded.push_back({task, i, duration, false});
         t.censored.push_back({i, std::chrono::duration<double>(duration).count()});
+        continue;
+      }
+      if (me.restarting) {
+        // Stopped at its restart budget: whatever it ended with (its result, or the exception
+        // that honoured the stop) is discarded, its time censored, and the task starts afresh.
+        t.discarded.push_back({task, i, duration, false});
+        t.censored.push_back({i, std::chrono::duration<double>(duration).count()});
+        ++t.restarts;
+        me.restart = true;
         continue;
       }
       if (error) {
@@ -154,6 +168,11 @@ void Batch::run_tracked(Lane& worker) {
 Batch::Pick Batch::pick_task(std::size_t lane) {
   Tracked& t = *tracked_;
   Tracked::LaneState& me = t.lane[lane];
+  // 0. The task whose copy it stopped at its restart budget, unless another copy gave it.
+  if (me.restart) {
+    me.restart = false;
+    if (!t.task[me.task].done) return {Source::restart, me.task};
+  }
   // 1. A retry this lane did not fail itself (with one lane, there is no other).
   for (auto it = t.retry.begin(); it != t.retry.end(); ++it) {
     if (t.task[*it].failed_on != lane || t.lane.size() == 1) {
@@ -165,8 +184,10 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   }
   // 2. Its own share, from the front.
   if (me.front < me.back) return {Source::own, me.front++};
-  // 3. Help, if it had a share (so that backups never undo the allocation's choice).
-  if (allocation_[lane] == 0 || !t.rule.options().enabled) return {};
+  // 2b. A racer: the race's next unstarted index.
+  if (me.races && t.pool_next < batch_) return {Source::pool, t.pool_next++};
+  // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
+  if (!me.helps || !t.rule.options().enabled) return {};
   describe(lane);
   const BackupAction action = t.rule.next(t.view);
   switch (action.kind) {
@@ -191,14 +212,15 @@ void Batch::describe(std::size_t helper) noexcept {
     BackupWorker& view = t.view[j];
     view.mean = mean_of(j);
     view.unstarted = lane.back - lane.front;
-    // A copy whose task has its result is stopped and about to end: not worth a backup.
-    const bool running = lane.running && !t.task[lane.task].done;
+    // A copy whose task has its result, or stopped to restart, is about to end: not worth a
+    // backup.
+    const bool running = lane.running && !t.task[lane.task].done && !lane.restarting;
     view.running = running;
     view.elapsed = running ? std::chrono::duration<double>(elapsed(lane.start, now)).count() : 0.0;
     const Tracked::TaskState& state = t.task[lane.task];
     view.copies = !running ? 0 : state.failing ? t.rule.options().max_copies : state.copies;
     view.available = helper == kNoLane
-                         ? allocation_[j] > 0 && lane.entered && !lane.inside && !lane.summoned
+                         ? lane.helps && lane.entered && !lane.inside && !lane.summoned
                          : j == helper;
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
   }
@@ -215,13 +237,19 @@ double Batch::mean_of(std::size_t lane) const noexcept {
 
 void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
-  if (t.released || !t.rule.options().enabled || t.recovery.timer == nullptr) return;
-  describe(kNoLane);
-  double wait = t.rule.time_to_next_overdue(t.view);
+  const bool hedging = t.rule.options().enabled;
+  if (t.released || t.recovery.timer == nullptr || (!hedging && t.recovery.restart_after.empty())) {
+    return;
+  }
+  double wait = time_to_next_restart();
+  if (hedging) {
+    describe(kNoLane);
+    wait = std::min(wait, t.rule.time_to_next_overdue(t.view));
+  }
   // A lane whose copy runs past its stuck deadline stalls, and any idle lane then takes its
   // unstarted tasks over: wake one then too (a little after, so that it finds it stalled).
-  const bool helper =
-      std::any_of(t.view.begin(), t.view.end(), [](const BackupWorker& w) { return w.available; });
+  const bool helper = hedging && std::any_of(t.view.begin(), t.view.end(),
+                                             [](const BackupWorker& w) { return w.available; });
   if (helper && t.rule.options().take_overs) {
     constexpr double kMargin = 1e-4;
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
@@ -231,6 +259,8 @@ void Batch::arm_timer() noexcept {
     }
   }
   if (!(wait < std::numeric_limits<double>::infinity())) return;
+  constexpr double kLongest = 1e9;  // seconds: a budget of years must not overflow the clock
+  wait = std::min(wait, kLongest);
   const auto when =
       DeadlineTimer::Clock::now() + std::chrono::duration_cast<DeadlineTimer::Clock::duration>(
                                         std::chrono::duration<double>(wait));
@@ -252,6 +282,7 @@ void Batch::on_timer() noexcept {
   std::unique_lock lock(t.mutex);
   t.timer.reset();
   if (t.released || stop_.stop_requested()) return;
+  request_restarts();
   describe(kNoLane);
   const BackupAction action = t.rule.next(t.view);
   if (action.kind == BackupAction::Kind::none) {
@@ -259,8 +290,41 @@ void Batch::on_timer() noexcept {
     return;
   }
   t.lane[action.worker].summoned = true;
+  arm_timer();  // for the restart budgets and the other idle lanes
   lock.unlock();
   summon(action.worker);
+}
+
+double Batch::time_to_next_restart() const noexcept {
+  const Tracked& t = *tracked_;
+  double wait = std::numeric_limits<double>::infinity();
+  if (t.recovery.restart_after.empty()) return wait;
+  const TaskClock::Ticks now = clock_.now();
+  for (std::size_t j = 0; j < t.lane.size(); ++j) {
+    const Tracked::LaneState& lane = t.lane[j];
+    const double budget = t.recovery.restart_after[j];
+    if (!lane.running || lane.restarting || t.task[lane.task].done ||
+        !(budget < std::numeric_limits<double>::infinity())) {
+      continue;
+    }
+    const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+    wait = std::min(wait, std::max(budget - ran, 0.0));
+  }
+  return wait;
+}
+
+void Batch::request_restarts() noexcept {
+  Tracked& t = *tracked_;
+  if (t.recovery.restart_after.empty()) return;
+  const TaskClock::Ticks now = clock_.now();
+  for (std::size_t j = 0; j < t.lane.size(); ++j) {
+    Tracked::LaneState& lane = t.lane[j];
+    if (!lane.running || lane.restarting || t.task[lane.task].done) continue;
+    const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+    if (ran < t.recovery.restart_after[j]) continue;
+    lane.restarting = true;
+    lane.stop.request_stop();
+  }
 }
 
 void Batch::summon(std::size_t lane) noexcept {

@@ -433,4 +433,47 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
                        MessageMatches(ContainsSubstring("is shut down")));
 }
 
+TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
+                        "a plan's restarts and hedging, quotas with an indexed race: one result "
+                        "per index",
+                        "[lanes][plan]" ATA_LANES_TAG, LaneKinds) {
+  CAPTURE(TestType::name);
+  constexpr std::size_t kLanes = 3;
+  constexpr std::size_t kBatch = 7;
+  TestType kind;
+  auto lanes = kind.make(rt::PoolOptions(kLanes));
+  // Lane 0 runs tasks 0 and 1 as its quota, lanes 1 and 2 race for the rest; every copy is
+  // restarted after 3 ms, and free lanes back up overdue ones.
+  auto plan = ata::Plan(kLanes).set_quota(0, 2).set_racer(1).set_racer(2).set_hedging(
+      ata::BackupOptions{}.set_enabled(true));
+  for (std::size_t i = 0; i < kLanes; ++i) plan.set_restart_after(i, 0.003);
+  ata::FixedPlanPolicy policy("mixed", plan);
+  rt::BatchScheduler scheduler(*lanes, policy);
+  Gate never;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::atomic<int>> attempts(kBatch);
+    // Each first attempt waits until stopped (restarted, or backed up and beaten).
+    const auto result = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (attempts[ctx.task()]++ == 0) never.wait(ctx);
+      return ctx.task() * ctx.task();
+    });
+    CAPTURE(round);
+    const auto& report = result.report;
+    REQUIRE(result.values.size() == kBatch);
+    std::vector<int> accepted(kBatch, 0);
+    for (const rt::TaskRecord& t : report.tasks) {
+      REQUIRE(t.task < kBatch);
+      if (t.accepted) ++accepted[t.task];
+    }
+    for (std::size_t j = 0; j < kBatch; ++j) {
+      CHECK(result.values[j] == j * j);
+      CHECK(accepted[j] == 1);
+      CHECK(attempts[j] >= 2);
+    }
+    CHECK(report.dispatch == ata::Dispatch::mixed);
+    CHECK(report.discarded() >= kBatch);  // every first attempt
+    CHECK(report.restarts + report.backup_copies + report.takeovers >= 1);
+  }
+}
+
 }  // namespace ata::testing::lanes

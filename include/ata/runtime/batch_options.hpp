@@ -124,7 +124,10 @@ class SchedulerOptions {
   /// are discarded and their time counts as worker time (report.tasks: accepted = false),
   /// and the policy hears Policy::observe_censored() for them. With backups (or retries),
   /// allocated batches time every task, whatever set_time_chunks() says, and a worker whose
-  /// task has run stuck_after() x its mean is quarantined (see Lanes::stuck_lanes()).
+  /// task has run stuck_after() x its mean is quarantined (see Lanes::stuck_lanes()). In an
+  /// indexed race (Dispatch::pull), a racer free once every index is claimed runs backup
+  /// copies the same way. The default for batches whose plan leaves Plan::hedging() unset: a
+  /// plan's own hedging overrides it.
   SchedulerOptions& set_backups(Backups mode) noexcept {
     backups_ = mode;
     return *this;
@@ -147,7 +150,8 @@ class SchedulerOptions {
   /// How often a task of an allocated batch that throws is run again, on another worker
   /// where there is one, before the batch fails with its last exception (0 by default: the
   /// first exception fails the batch). A failed attempt's time counts as worker time; the
-  /// policy does not learn from it (a failure says nothing of the worker's speed).
+  /// policy does not learn from it (a failure says nothing of the worker's speed). The
+  /// default for batches whose plan leaves Plan::retries() unset.
   SchedulerOptions& set_retries(std::size_t retries) noexcept {
     retries_ = retries;
     return *this;

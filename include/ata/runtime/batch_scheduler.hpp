@@ -54,8 +54,30 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   running then get a stop request and their results are discarded, but their time counts
 ///   as worker time. Other workers get nothing.
 /// - an indexed race (Dispatch::pull): the racers pull exactly B tasks from a shared counter.
-/// A plan mixing quotas and racers, or carrying hedging, retries or restarts of its own, fails
-/// the batch with ata::Error: on threads, hedging and retries come from SchedulerOptions.
+/// - quotas and an indexed race (Dispatch::mixed): the quota workers run their shares as
+///   above, the racers claim the rest, [a_0 + ... + a_{n-1}, B), one by one (a tracked
+///   batch, below).
+/// What runs on threads of what a plan may carry, as the simulator (lib/sim/simulation.cpp)
+/// interprets it:
+/// - quotas with hedging, retries or restart budgets: a tracked batch (Stragglers below). A
+///   plan's own hedging and retries (Plan::hedging(), Plan::retries()) override the
+///   SchedulerOptions defaults for that batch; the scheduler's options fill what the plan
+///   leaves unset, as the simulator's BackupOptions do. A plan's BackupOptions are taken as
+///   they are, min_overdue included (0 by default: set it above the runtime's latency for
+///   tasks of microseconds). A copy on worker i that has run Plan::restart_after(i) gets a
+///   stop request, is recorded as a discarded TaskRecord and reported to the policy as
+///   censored (Policy::observe_censored()), and the same task starts afresh on worker i once
+///   that copy has returned; whatever it returns is discarded (RoundReport::restarts).
+/// - an indexed race, alone or with quotas, with hedging or restart budgets: tracked too.
+///   The racers claim the race's indices one by one; once none is left, a free racer (and a
+///   quota worker done with its share) runs a take-over of an unstarted quota task or a backup
+///   copy of an overdue task by the same rule, the first copy to finish giving the result.
+///   Hedging comes from the plan, else from SchedulerOptions::set_backups().
+/// - a fungible race: hedging does not apply to one (as in the simulator).
+/// Refused with ata::Error before anything runs, never ignored: quotas with a fungible race;
+/// retries (> 0) in a plan with racers; restart budgets of a fungible race; hedging, retries
+/// or restart budgets of its own under Binding::late. SchedulerOptions::set_retries() applies
+/// to plans of quotas only.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
@@ -68,19 +90,20 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// per-task times of allocated batches for one clock read per chunk.
 ///
 /// Stragglers (SchedulerOptions::set_backups(), set_retries(); docs/stragglers.md): in an
-/// allocated batch, a worker done with its share takes over tasks other shares have not
-/// started and runs backup copies of tasks running past a multiple of their worker's learned
-/// mean (ata::BackupRule, the simulator's rule); the first copy to finish gives the result,
-/// exactly one per index; the others are stopped and the policy hears
-/// Policy::observe_censored() for them. A throwing task may be retried on another worker. A
-/// worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
+/// allocated batch (and, for backup copies, an indexed race), a worker done with its share
+/// takes over tasks other shares have not started and runs backup copies of tasks running
+/// past a multiple of their worker's learned mean (ata::BackupRule, the simulator's rule); the
+/// first copy to finish gives the result, exactly one per index; the others are stopped and the
+/// policy hears Policy::observe_censored() for them. A throwing task may be retried on another
+/// worker. A worker whose task runs far past its mean is quarantined (Lanes::stuck_lanes()).
 ///
 /// A batch is complete when its tasks are: B results accepted (or a failure) and no worker
 /// inside its task any more (but see run() for a task handed over as a std::shared_ptr). It does
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
-/// Cost: B is at most kMaxBatch. With backups or retries, an allocated batch also takes its
+/// Cost: B is at most kMaxBatch. A tracked batch (quotas with backups, retries or restarts;
+/// an indexed race with hedging or restarts; quotas with an indexed race) also takes its
 /// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
 /// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
 /// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in

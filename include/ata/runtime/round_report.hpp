@@ -25,7 +25,8 @@ struct TaskRecord {
   std::size_t worker = 0;
   std::chrono::nanoseconds duration{0};
   /// False for greedy mode's surplus tasks, for backup copies that lost (stopped or finished
-  /// second) and for failed attempts that were retried: their results were discarded.
+  /// second), for copies stopped at their restart budget and for failed attempts that were
+  /// retried: their results were discarded.
   bool accepted = true;
 };
 
@@ -44,7 +45,7 @@ struct RoundReport {
   /// The shape of the plan the batch ran (Plan::dispatch()).
   Dispatch dispatch = Dispatch::allocated;
   /// Accepted tasks per worker: the policy's allocation in allocated mode, what each worker
-  /// contributed in greedy and pull modes.
+  /// contributed in greedy, pull and mixed modes.
   Allocation allocation;
   /// Per worker: the summed duration of every task it ran, discarded ones included.
   std::vector<std::chrono::nanoseconds> busy;
@@ -52,17 +53,21 @@ struct RoundReport {
   std::chrono::nanoseconds wall{0};
   /// Every task that ran, by task index; B of them are accepted. With
   /// SchedulerOptions::set_time_chunks(), each task of an allocated chunk has the chunk's
-  /// mean duration. Allocated batches with backups or retries: tasks[j] is task j's accepted
-  /// copy (its worker may differ from the allocation's), and the discarded copies and failed
-  /// attempts follow the B of them.
+  /// mean duration. Allocated batches with backups, retries or restarts, and pull or mixed
+  /// batches with hedging or restarts (tracked): tasks[j] is task j's accepted copy (its
+  /// worker may differ from the allocation's), and the discarded copies, restarted copies and
+  /// failed attempts follow the B of them.
   std::vector<TaskRecord> tasks;
-  /// Allocated batches with backups: tasks an idle worker took over from another's share.
+  /// Batches with hedging: tasks an idle worker took over from another's share.
   std::size_t takeovers = 0;
-  /// Allocated batches with backups: backup copies started (of tasks running past the
-  /// threshold).
+  /// Batches with hedging (quotas, or an indexed race): backup copies started (of tasks
+  /// running past the threshold).
   std::size_t backup_copies = 0;
   /// Allocated batches with retries: failed attempts run again.
   std::size_t retries = 0;
+  /// Batches whose plan sets restart budgets (Plan::restart_after()): copies stopped at their
+  /// worker's budget and started afresh on it (each a discarded record).
+  std::size_t restarts = 0;
   /// Set when the policy threw while observing this batch's durations (a bug in a custom
   /// observe() or learn()): the results are still valid and returned; the policy absorbed
   /// the durations (or the workers' summaries) before the failing one and none after.

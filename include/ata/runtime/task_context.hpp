@@ -26,8 +26,9 @@ class TypedTaskBody;
 ///
 /// task() is the task's index in its batch: 0..B-1 in allocated and pull modes, and the start
 /// order in greedy mode, where more than B tasks may start. A stop is requested when the
-/// task's result is no longer wanted (greedy mode already has B results, another task of the
-/// batch threw, or the pool is shutting down); a long task should poll stop_requested() and
+/// task's result is no longer wanted (greedy mode already has B results, another copy of the
+/// task gave it, the copy ran its worker's restart budget, another task of the batch threw,
+/// or the pool is shutting down); a long task should poll stop_requested() and
 /// return early (or throw), since its result is discarded anyway. Read-only and used on one
 /// worker thread.
 class TaskContext {

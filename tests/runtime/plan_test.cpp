@@ -1,0 +1,392 @@
+// A policy's plan on threads (issue 20): the plan's own hedging, retries and restart budgets
+// run as the simulator runs them; what the thread runtime cannot run is refused by name.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+
+using namespace std::chrono_literals;
+namespace rt = ata::runtime;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// Sleeps `delay`, or less when the task's stop is requested.
+void nap(const rt::TaskContext& ctx, std::chrono::nanoseconds delay) {
+  std::mutex mutex;
+  std::condition_variable_any never;
+  std::unique_lock lock(mutex);
+  never.wait_for(lock, ctx.stop_token(), delay, [] { return false; });
+}
+
+// Every index has exactly one accepted record, and values[j] is task j's value.
+template <class Values>
+void check_exactly_once(const Values& values, const rt::RoundReport& report, std::size_t batch) {
+  REQUIRE(values.size() == batch);
+  for (std::size_t j = 0; j < batch; ++j) CHECK(values[j] == j);
+  std::vector<int> accepted(batch, 0);
+  for (const rt::TaskRecord& record : report.tasks) {
+    REQUIRE(record.task < batch);
+    if (record.accepted) ++accepted[record.task];
+  }
+  CHECK(std::all_of(accepted.begin(), accepted.end(), [](int n) { return n == 1; }));
+}
+
+ata::Plan even_quotas(std::size_t workers, std::size_t each) {
+  return ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>(workers, each)));
+}
+
+}  // namespace
+
+TEST_CASE("a plan's own hedging runs on threads, overriding the scheduler's backups",
+          "[runtime][plan][stragglers]") {
+  constexpr std::size_t kWorkers = 4;
+  constexpr std::size_t kEach = 4;
+  constexpr std::size_t kBatch = kWorkers * kEach;
+  rt::WorkerPool pool(kWorkers);
+  std::atomic<bool> spike{false};
+  // Worker 0's first task of the batch takes 50x its usual time once the spike is armed.
+  const auto task = [&](const rt::TaskContext& ctx) {
+    nap(ctx, ctx.worker() == 0 && ctx.task() == 0 && spike.exchange(false) ? 100ms : 2ms);
+    return ctx.task();
+  };
+
+  SECTION("hedged quotas get backup copies with the scheduler's backups off") {
+    // Backup copies only, so that the copy of the spiking task is what the batch must do.
+    ata::FixedPlanPolicy policy(
+        "hedged", even_quotas(kWorkers, kEach)
+                      .set_hedging(ata::BackupOptions{}.set_enabled(true).set_take_overs(false)));
+    rt::BatchScheduler scheduler(pool, policy);  // SchedulerOptions: backups off
+    for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies >= 1);
+    CHECK(report.takeovers == 0);
+    CHECK(report.discarded() >= 1);  // the copy that lost
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() + policy.stats(1).censored_count() +
+              policy.stats(2).censored_count() + policy.stats(3).censored_count() >=
+          1);
+  }
+
+  SECTION("a plan with hedging disabled gets none, with the scheduler's backups on") {
+    ata::FixedPlanPolicy policy(
+        "unhedged",
+        even_quotas(kWorkers, kEach).set_hedging(ata::BackupOptions{}.set_enabled(false)));
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies == 0);
+    CHECK(report.takeovers == 0);
+    CHECK(report.discarded() == 0);
+    CHECK(report.allocation == policy.plan(kBatch).quotas());
+    for (std::size_t j = 0; j < kBatch; ++j) CHECK(report.tasks[j].worker == j / kEach);
+  }
+}
+
+TEST_CASE("a plan's own retries run on threads, overriding the scheduler's",
+          "[runtime][plan][errors]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kBatch = 12;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> attempts(kBatch);
+  // Every third task throws on its first attempt.
+  const auto flaky = [&](const rt::TaskContext& ctx) {
+    if (attempts[ctx.task()]++ == 0 && ctx.task() % 3 == 0) throw std::runtime_error("flaky");
+    return ctx.task();
+  };
+
+  SECTION("retries in the plan, none in the scheduler: failed attempts run again") {
+    ata::FixedPlanPolicy policy("retried", even_quotas(kWorkers, kBatch / kWorkers).set_retries(1));
+    rt::BatchScheduler scheduler(pool, policy);
+    auto [values, report] = scheduler.run(kBatch, flaky);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.retries == kBatch / 3);
+    CHECK(report.backup_copies == 0);
+  }
+
+  SECTION("no retries in the plan, some in the scheduler: the first exception fails the batch") {
+    ata::FixedPlanPolicy policy("unretried",
+                                even_quotas(kWorkers, kBatch / kWorkers).set_retries(0));
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+    CHECK_THROWS_WITH(scheduler.run(kBatch, flaky), "flaky");
+  }
+}
+
+TEST_CASE("what a plan asks that threads cannot run is refused by name, never ignored",
+          "[runtime][plan][errors]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 4;
+  rt::WorkerPool pool(kWorkers);
+  const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
+  const auto refused = [&](ata::Plan plan, const rt::SchedulerOptions& options = {}) {
+    ata::FixedPlanPolicy policy("fixed", std::move(plan));
+    rt::BatchScheduler scheduler(pool, policy, options);
+    try {
+      scheduler.run(kBatch, task);
+    } catch (const ata::Error& e) {
+      CHECK(scheduler.rounds() == 1);  // the policy planned the round: it counts
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  const auto hedging = ata::BackupOptions{}.set_enabled(true);
+  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_retries(1)),
+             ContainsSubstring("'fixed'") && ContainsSubstring("retries for a plan with racers") &&
+                 ContainsSubstring("not supported"));
+  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(1)),
+             ContainsSubstring("retries for a plan with racers"));
+  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_restart_after(0, 1.0)),
+             ContainsSubstring("restart budgets for a fungible race"));
+  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_race_kind(
+                 ata::RaceKind::fungible)),
+             ContainsSubstring("quotas and a fungible race"));
+  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_retries(1)),
+             ContainsSubstring("retries for a plan with racers"));
+  CHECK_THAT(refused(even_quotas(kWorkers, kBatch / kWorkers).set_hedging(hedging),
+                     rt::SchedulerOptions{}.set_binding(rt::Binding::late)),
+             ContainsSubstring("late binding"));
+
+  // What a plan sets to nothing runs: a disabled hedging of an indexed race, no retries of a
+  // race, and a fungible race's hedging, which (as in the simulator) applies to no race of
+  // interchangeable tasks.
+  for (ata::Plan plan : {ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                             .set_hedging(ata::BackupOptions{}.set_enabled(false)),
+                         ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(0),
+                         ata::Plan::race(kWorkers, ata::RaceKind::fungible)
+                             .set_hedging(ata::BackupOptions{}.set_enabled(true))}) {
+    ata::FixedPlanPolicy policy("fixed", plan);
+    rt::BatchScheduler scheduler(pool, policy);
+    auto [values, report] = scheduler.run(kBatch, task);
+    CHECK(values.size() == kBatch);
+  }
+}
+
+TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task afresh there",
+          "[runtime][plan][restarts]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kEach = 3;
+  constexpr std::size_t kBatch = kWorkers * kEach;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> attempts(kBatch);
+
+  SECTION("a first attempt that waits for its stop is restarted once, on its own worker") {
+    // Only worker 0 has a budget; its first attempts would wait for ever but for the restart.
+    ata::FixedPlanPolicy policy("restarted",
+                                even_quotas(kWorkers, kEach).set_restart_after(0, 0.005));
+    rt::BatchScheduler scheduler(pool, policy);
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (attempts[ctx.task()]++ == 0 && ctx.worker() == 0) nap(ctx, 20s);  // until stopped
+      return ctx.task();
+    });
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.restarts == kEach);
+    CHECK(report.discarded() == kEach);
+    CHECK(report.backup_copies == 0);
+    for (std::size_t j = 0; j < kBatch; ++j) {
+      CHECK(attempts[j] == (j < kEach ? 2 : 1));
+      CHECK(report.tasks[j].worker == j / kEach);  // restarted where it ran
+    }
+    for (std::size_t k = kBatch; k < report.tasks.size(); ++k) {
+      CHECK(report.tasks[k].worker == 0);
+      CHECK_FALSE(report.tasks[k].accepted);
+    }
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() == kEach);
+    CHECK(policy.stats(1).censored_count() == 0);
+    CHECK(policy.stats(0).count() == kEach);  // the accepted attempts
+  }
+
+  SECTION("a copy that ignores its stop is waited for and its late result discarded") {
+    ata::FixedPlanPolicy policy(
+        "restarted",
+        even_quotas(kWorkers, kEach).set_restart_after(0, 0.002).set_restart_after(1, 0.002));
+    rt::BatchScheduler scheduler(pool, policy);
+    std::atomic<bool> late_running{false};
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (ctx.task() % kEach == 0 && attempts[ctx.task()]++ == 0) {
+        late_running = true;
+        std::this_thread::sleep_for(30ms);  // ignores its stop request
+        late_running = false;
+        return ctx.task() + 1000;  // a wrong value, to be discarded
+      }
+      return ctx.task();
+    });
+    CHECK_FALSE(late_running.load());  // run() waited for it
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.restarts == kWorkers);
+    CHECK(report.discarded() == kWorkers);
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() == 1);
+    CHECK(policy.stats(1).censored_count() == 1);
+  }
+
+  SECTION("restarts and hedging together: every index once, and run() returns") {
+    ata::FixedPlanPolicy policy("both", even_quotas(kWorkers, kEach)
+                                            .set_restart_after(0, 0.005)
+                                            .set_hedging(ata::BackupOptions{}.set_enabled(true)));
+    rt::BatchScheduler scheduler(pool, policy);
+    for (int round = 0; round < 3; ++round) {
+      for (auto& a : attempts) a = 0;
+      auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+        if (attempts[ctx.task()]++ == 0 && ctx.worker() == 0) nap(ctx, 20s);
+        return ctx.task();
+      });
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.restarts + report.takeovers + report.backup_copies >= 1);
+    }
+  }
+}
+
+TEST_CASE("an indexed race's hedging runs on threads: free racers back up an overdue task",
+          "[runtime][plan][stragglers]") {
+  constexpr std::size_t kWorkers = 4;
+  constexpr std::size_t kBatch = 16;
+  rt::WorkerPool pool(kWorkers);
+  std::atomic<bool> spike{false};
+  // Task 0's first copy of the batch takes 50x the usual time once the spike is armed.
+  const auto task = [&](const rt::TaskContext& ctx) {
+    nap(ctx, ctx.task() == 0 && spike.exchange(false) ? 5s : 2ms);
+    return ctx.task();
+  };
+  const auto hedged_race = [] {
+    return ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+        .set_hedging(ata::BackupOptions{}.set_enabled(true));
+  };
+
+  SECTION("the plan's hedging, with the scheduler's backups off") {
+    ata::FixedPlanPolicy policy("hedged pull", hedged_race());
+    rt::BatchScheduler scheduler(pool, policy);
+    for (int warm_up = 0; warm_up < 2; ++warm_up) {
+      auto [values, report] = scheduler.run(kBatch, task);
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.allocation.total() == kBatch);
+    }
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.dispatch == ata::Dispatch::pull);
+    CHECK(report.backup_copies >= 1);
+    CHECK(report.takeovers == 0);  // a race has no shares to take over
+    CHECK(report.allocation.total() == kBatch);
+    CHECK(report.discarded() >= 1);
+    std::size_t censored = 0;
+    std::lock_guard lock(policy.mutex());
+    for (std::size_t i = 0; i < kWorkers; ++i) censored += policy.stats(i).censored_count();
+    CHECK(censored >= 1);
+  }
+
+  SECTION("the scheduler's backups fill a plan that leaves hedging unset") {
+    ata::FixedPlanPolicy policy("pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed));
+    rt::BatchScheduler scheduler(pool, policy,
+                                 rt::SchedulerOptions{}.set_backups(rt::Backups::copies));
+    for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies >= 1);
+  }
+
+  SECTION("a plan with hedging disabled gets none, with the scheduler's backups on") {
+    ata::FixedPlanPolicy policy("unhedged pull",
+                                ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                                    .set_hedging(ata::BackupOptions{}.set_enabled(false)));
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    const auto quick = [](const rt::TaskContext& ctx) { return ctx.task(); };
+    auto [values, report] = scheduler.run(kBatch, quick);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies == 0);
+    CHECK(report.discarded() == 0);
+  }
+}
+
+TEST_CASE("an indexed race's restart budgets run on threads", "[runtime][plan][restarts]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 6;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> attempts(kBatch);
+  ata::FixedPlanPolicy policy("restarted pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                                                    .set_restart_after(0, 0.005)
+                                                    .set_restart_after(1, 0.005));
+  rt::BatchScheduler scheduler(pool, policy);
+  // Every first attempt waits for its stop; every second returns at once.
+  auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+    if (attempts[ctx.task()]++ == 0) nap(ctx, 20s);
+    return ctx.task();
+  });
+  check_exactly_once(values, report, kBatch);
+  CHECK(report.dispatch == ata::Dispatch::pull);
+  CHECK(report.restarts == kBatch);
+  CHECK(report.discarded() == kBatch);
+  for (std::size_t j = 0; j < kBatch; ++j) CHECK(attempts[j] == 2);
+  // Each restarted on the worker it was stopped on.
+  for (std::size_t k = kBatch; k < report.tasks.size(); ++k) {
+    CHECK(report.tasks[k].worker == report.tasks[report.tasks[k].task].worker);
+  }
+  std::lock_guard lock(policy.mutex());
+  CHECK(policy.stats(0).censored_count() + policy.stats(1).censored_count() == kBatch);
+}
+
+TEST_CASE("quotas and an indexed race in one batch run on threads, hedged or not",
+          "[runtime][plan][mixed]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kQuota = 4;
+  constexpr std::size_t kBatch = 10;
+  rt::WorkerPool pool(kWorkers);
+  // Worker 0 runs tasks [0, 4) as its quota; workers 1 and 2 race for [4, 10).
+  const auto mixed = [] {
+    return ata::Plan(kWorkers).set_quota(0, kQuota).set_racer(1).set_racer(2);
+  };
+
+  SECTION("without hedging: the quota where planned, the pool to the racers") {
+    ata::FixedPlanPolicy policy("mixed", mixed());
+    rt::BatchScheduler scheduler(pool, policy);
+    for (int round = 0; round < 3; ++round) {
+      auto [values, report] = scheduler.run(kBatch, [](const rt::TaskContext& ctx) {
+        nap(ctx, 1ms);
+        return ctx.task();
+      });
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.dispatch == ata::Dispatch::mixed);
+      CHECK(report.discarded() == 0);
+      CHECK(report.allocation[0] == kQuota);
+      CHECK(report.allocation.total() == kBatch);
+      for (std::size_t j = 0; j < kBatch; ++j) {
+        CHECK((report.tasks[j].worker == 0) == (j < kQuota));
+      }
+    }
+  }
+
+  SECTION("with hedging: free racers help the quota worker's spiking task") {
+    ata::FixedPlanPolicy policy("hedged mixed",
+                                mixed().set_hedging(ata::BackupOptions{}.set_enabled(true)));
+    rt::BatchScheduler scheduler(pool, policy);
+    std::atomic<bool> spike{false};
+    const auto task = [&](const rt::TaskContext& ctx) {
+      nap(ctx, ctx.task() == 0 && spike.exchange(false) ? 5s : 2ms);
+      return ctx.task();
+    };
+    for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
+    spike = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.backup_copies + report.takeovers >= 1);
+    CHECK(report.backup_copies >= 1);  // task 0 itself: nobody else finishes it
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).censored_count() >= 1);
+  }
+}
