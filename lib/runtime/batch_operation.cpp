@@ -9,6 +9,7 @@
 #include "ata/runtime/batch_scheduler.hpp"
 #include "core/checks.hpp"
 #include "runtime/batch.hpp"
+#include "runtime/durations.hpp"
 #include "runtime/lane_set.hpp"
 #include "runtime/scheduler_engine.hpp"
 #include "runtime/spin.hpp"
@@ -313,11 +314,13 @@ void BatchOperation::finish_unsubmitted(BatchStatus status, std::exception_ptr e
 }
 
 void BatchOperation::arm_deadline() {
-  if (options_.deadline <= std::chrono::nanoseconds{0}) return;
-  const auto id =
-      scheduler_.engine_->deadlines.schedule(start_ + options_.deadline, [weak = weak_from_this()] {
-        if (const auto self = weak.lock()) self->cancel(BatchStatus::timed_out);
-      });
+  if (options_.deadline <= std::chrono::nanoseconds{0}) return;  // none (negative: refused)
+  // Saturated: a deadline beyond the clock's range (nanoseconds::max()) is none.
+  const auto when = saturating_add(start_, options_.deadline);
+  if (when == std::chrono::steady_clock::time_point::max()) return;
+  const auto id = scheduler_.engine_->deadlines.schedule(when, [weak = weak_from_this()] {
+    if (const auto self = weak.lock()) self->cancel(BatchStatus::timed_out);
+  });
   std::lock_guard lock(mutex_);
   deadline_ = id;
 }

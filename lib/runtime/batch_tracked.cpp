@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "runtime/batch.hpp"
+#include "runtime/durations.hpp"
 
 namespace ata::runtime::detail {
 
@@ -53,10 +54,9 @@ void Batch::run_tracked(Lane& worker) {
       const double mean = mean_of(i);
       me.stuck_after =
           mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
-      worker.mark_task(started, mean > 0.0
-                                    ? started + std::chrono::duration_cast<Lane::Clock::duration>(
-                                                    std::chrono::duration<double>(me.stuck_after))
-                                    : Lane::Clock::time_point::max());
+      // Saturated: a stuck_after of +inf (or one too long for the clock) is never reached.
+      worker.mark_task(started, mean > 0.0 ? saturating_after(started, me.stuck_after)
+                                           : Lane::Clock::time_point::max());
       arm_timer();
       const TaskContext ctx(task, i, me.stop.get_token());
       const TaskClock::Ticks start = me.start;
@@ -225,9 +225,10 @@ void Batch::arm_timer() noexcept {
     }
   }
   if (!(wait < std::numeric_limits<double>::infinity())) return;
-  const auto when =
-      DeadlineTimer::Clock::now() + std::chrono::duration_cast<DeadlineTimer::Clock::duration>(
-                                        std::chrono::duration<double>(wait));
+  // Saturated: a wait too long for the clock (a threshold of 1e300, a min_overdue of
+  // nanoseconds::max()) is never, not a moment in the past that fires at once, again and again.
+  const auto when = saturating_after(DeadlineTimer::Clock::now(), wait);
+  if (when == DeadlineTimer::Clock::time_point::max()) return;
   if (t.timer && t.timer_at <= when) return;
   if (t.timer) t.recovery.timer->cancel(*t.timer);
   t.timer.reset();
