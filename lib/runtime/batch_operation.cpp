@@ -11,6 +11,7 @@
 #include "runtime/batch.hpp"
 #include "runtime/durations.hpp"
 #include "runtime/lane_set.hpp"
+#include "runtime/quarantine.hpp"
 #include "runtime/scheduler_engine.hpp"
 #include "runtime/spin.hpp"
 
@@ -42,10 +43,6 @@ class OperationBatch final : public Batch {
 };
 
 namespace {
-
-// The backlog, in tasks, of a quarantined lane: beyond any batch, so that a load-aware
-// allocation gives it nothing while the others can take the work.
-constexpr double kQuarantineBacklog = 1e12;
 
 // The policy's allocation must give every worker a count and hand out exactly B tasks: the
 // batch sizes its result slots and task ranges from it.
@@ -189,13 +186,10 @@ void BatchOperation::submit_now() {
     try {
       // A throwing allocate() leaves the policy's round as it was: so does the scheduler.
       if (mode == Dispatch::allocated) {
-        // A stuck lane is quarantined: a backlog no allocation gives work behind.
-        const auto stuck = core.stuck(std::chrono::steady_clock::now());
-        if (options.load_aware() || !stuck.empty()) {
+        if (options.load_aware()) {
           auto& backlog = scheduler_.engine_->backlog;
           backlog.assign(workers, 0.0);
-          if (options.load_aware()) core.backlog(backlog);
-          for (std::size_t lane : stuck) backlog[lane] = kQuarantineBacklog;
+          core.backlog(backlog);
           policy.allocate(batch_, backlog, allocation);
         } else {
           policy.allocate(batch_, allocation);
@@ -219,7 +213,15 @@ void BatchOperation::submit_now() {
       throw_out_of_memory(batch_, "allocation");
     }
     round_ = ++scheduler_.rounds_;
-    if (mode == Dispatch::allocated) require_valid_allocation(policy, allocation, batch_, workers);
+    if (mode == Dispatch::allocated) {
+      require_valid_allocation(policy, allocation, batch_, workers);
+      // A stuck lane is quarantined: its share goes to the others, whatever the policy.
+      try {
+        move_off_stuck(core.stuck(std::chrono::steady_clock::now()), allocation);
+      } catch (const std::bad_alloc&) {
+        throw_out_of_memory(batch_, "allocation");
+      }
+    }
   }
   std::shared_ptr<Batch> job;
   try {

@@ -1,0 +1,174 @@
+// A quarantined (stuck) lane gets no work: neither a share of an allocation, whatever the
+// policy, nor a retry while another lane could take it (issue 25, defects 7 and 8).
+
+#include <catch2/catch_test_macros.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+#include "runtime/quarantine.hpp"
+
+using namespace std::chrono_literals;
+namespace rt = ata::runtime;
+
+namespace {
+
+// Lane 0 of a 3-lane pool blocked in a task of another scheduler's batch (backups on, so that
+// batch completed without it) until released, and listed by stuck_lanes(). A watchdog
+// releases it after a while, so that a batch wrongly queued behind it ends and the test
+// fails instead of hanging; the destructor releases it too.
+class StuckLane {
+ public:
+  static constexpr std::size_t kWorkers = 3;
+
+  StuckLane() : pool_(kWorkers), policy_({1.0, 1.0, 1.0}) {
+    rt::BatchScheduler scheduler(pool_, policy_,
+                                 rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    const auto gate = gate_;
+    const auto make_task = [gate] {
+      auto task = [gate](const rt::TaskContext& ctx) {
+        if (ctx.worker() == 0 && gate->armed.exchange(false)) {
+          gate->blocked = true;
+          std::unique_lock lock(gate->mutex);  // ignores its stop request
+          gate->changed.wait(lock, [&] { return gate->released; });
+          gate->blocked = false;
+        } else {
+          std::this_thread::sleep_for(1ms);
+        }
+        return ctx.task();
+      };
+      return std::make_shared<decltype(task)>(std::move(task));
+    };
+    for (int warm_up = 0; warm_up < 3; ++warm_up) (void)scheduler.run(9, make_task());
+    gate_->armed = true;
+    (void)scheduler.run(9, make_task());  // completes without lane 0
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (pool_.stuck_lanes().empty() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    REQUIRE(pool_.stuck_lanes() == std::vector<std::size_t>{0});
+    watchdog_ = std::jthread([gate](const std::stop_token& stop) {
+      std::unique_lock lock(gate->mutex);
+      gate->changed.wait_for(lock, stop, 10s, [&] { return gate->released; });
+      gate->released = true;
+      gate->changed.notify_all();
+    });
+  }
+  ~StuckLane() {
+    release();
+    watchdog_.request_stop();
+    // The pool's destructor waits for lane 0's task, which ends now.
+  }
+  StuckLane(const StuckLane&) = delete;
+  StuckLane& operator=(const StuckLane&) = delete;
+
+  rt::WorkerPool& pool() { return pool_; }
+  // Whether lane 0 still blocks (it does until release() or the watchdog).
+  bool blocked() const { return gate_->blocked.load(); }
+  void release() {
+    {
+      std::lock_guard lock(gate_->mutex);
+      gate_->released = true;
+    }
+    gate_->changed.notify_all();
+  }
+
+ private:
+  struct Gate {
+    std::atomic<bool> armed{false};
+    std::atomic<bool> blocked{false};
+    std::mutex mutex;
+    std::condition_variable_any changed;
+    bool released = false;
+  };
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  rt::WorkerPool pool_;
+  ata::OraclePolicy policy_;
+  std::jthread watchdog_;
+};
+
+void check_kept_off_lane_0(const std::vector<std::size_t>& values, const rt::RoundReport& report,
+                           std::size_t batch) {
+  REQUIRE(values.size() == batch);
+  for (std::size_t j = 0; j < batch; ++j) CHECK(values[j] == j);
+  CHECK(report.allocation[0] == 0);
+  std::size_t given = 0;
+  for (std::size_t tasks : report.allocation) given += tasks;
+  CHECK(given == batch);
+  CHECK(std::none_of(report.tasks.begin(), report.tasks.end(),
+                     [](const rt::TaskRecord& t) { return t.worker == 0; }));
+}
+
+}  // namespace
+
+TEST_CASE("a stuck lane gets no share, whatever the policy and the backups",
+          "[runtime][stragglers][quarantine]") {
+  constexpr std::size_t kBatch = 9;
+  StuckLane stuck;
+  const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
+  const auto check = [&](ata::Policy& policy, const rt::SchedulerOptions& options) {
+    rt::BatchScheduler scheduler(stuck.pool(), policy, options);
+    for (int round = 0; round < 3; ++round) {
+      auto [values, report] = scheduler.run(kBatch, task);
+      CHECK(stuck.blocked());  // returned while lane 0 still blocks: nothing waited for it
+      check_kept_off_lane_0(values, report, kBatch);
+    }
+    // The policy learned only from the lanes that ran the tasks.
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(0).count() == 0);
+    CHECK(policy.stats(1).count() + policy.stats(2).count() == 3 * kBatch);
+  };
+  // UTA ignores backlogs; ATA-E has no score for an unexplored worker in its first rounds.
+  SECTION("UTA, backups off") {
+    ata::UniformPolicy policy(StuckLane::kWorkers);
+    check(policy, rt::SchedulerOptions{});
+  }
+  SECTION("UTA, backup copies only") {
+    ata::UniformPolicy policy(StuckLane::kWorkers);
+    check(policy, rt::SchedulerOptions{}.set_backups(rt::Backups::copies));
+  }
+  SECTION("ATA-E in its first rounds, backups off") {
+    ata::AtaEmpiricalPolicy policy(StuckLane::kWorkers, 1.0);
+    check(policy, rt::SchedulerOptions{});
+  }
+  SECTION("ATA-E in its first rounds, retries only") {
+    ata::AtaEmpiricalPolicy policy(StuckLane::kWorkers, 1.0);
+    check(policy, rt::SchedulerOptions{}.set_retries(1));
+  }
+}
+
+TEST_CASE("a stuck lane's share goes to the others in proportion to theirs",
+          "[runtime][stragglers][quarantine]") {
+  using ata::Allocation;
+  using ata::runtime::detail::move_off_stuck;
+  const auto moved = [](std::vector<std::size_t> tasks, std::vector<std::size_t> stuck) {
+    Allocation allocation(std::move(tasks));
+    move_off_stuck(stuck, allocation);
+    return std::vector<std::size_t>(allocation.begin(), allocation.end());
+  };
+  // UTA's 3, 3, 3: lane 0's 3 split 1.5 / 1.5, the remainder to the lower index.
+  CHECK(moved({3, 3, 3}, {0}) == std::vector<std::size_t>{0, 5, 4});
+  // Proportional: lane 1 had twice lane 2's share.
+  CHECK(moved({6, 4, 2}, {0}) == std::vector<std::size_t>{0, 8, 4});
+  // The others had nothing (the policy put everything on the stuck lane): equal shares.
+  CHECK(moved({7, 0, 0}, {0}) == std::vector<std::size_t>{0, 4, 3});
+  CHECK(moved({5, 1, 4, 0}, {0, 2}) == std::vector<std::size_t>{0, 10, 0, 0});
+  CHECK(moved({2, 2}, {}) == std::vector<std::size_t>{2, 2});
+  CHECK(moved({0, 4}, {0}) == std::vector<std::size_t>{0, 4});
+  // Every lane stuck: nowhere else to go.
+  CHECK(moved({2, 3}, {0, 1}) == std::vector<std::size_t>{2, 3});
+  // The largest batch keeps its total.
+  const std::size_t big = ata::runtime::BatchScheduler::kMaxBatch;
+  const auto spread = moved({big - 2, 1, 1}, {0});
+  CHECK(spread[0] == 0);
+  CHECK(spread[1] + spread[2] == big);
+}
