@@ -271,16 +271,23 @@ void Batch::summon(std::size_t lane) noexcept {
 
 std::size_t Batch::retry_lane(std::size_t failed) const noexcept {
   const Tracked& t = *tracked_;
+  // A stuck lane (quarantined) would run the retry only once its task returns, if ever.
+  const auto now = Lane::Clock::now();
+  const auto stuck = [&](std::size_t j) { return lanes_->lane(j).stuck_for(now) > 0.0; };
   // A lane inside the batch takes retries when it ends its copy: summon none then.
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
-    if (j != failed && (t.lane[j].inside || t.lane[j].summoned)) return kNoLane;
+    if (j != failed && (t.lane[j].inside || t.lane[j].summoned) && !stuck(j)) return kNoLane;
   }
-  // Else a lane whose queue entry is free: one that reached the batch, or had no share.
+  // Else a lane whose queue entry is free: one that reached the batch, or had no share; one
+  // that is not stuck first, a stuck one only when every other lane is.
+  std::size_t fallback = kNoLane;
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
-    if (j != failed && (lane.entered || allocation_[j] == 0)) return j;
+    if (j == failed || (!lane.entered && allocation_[j] != 0) || lane.summoned) continue;
+    if (!stuck(j)) return j;
+    if (fallback == kNoLane) fallback = j;
   }
-  return kNoLane;
+  return fallback;
 }
 
 void Batch::release() noexcept {

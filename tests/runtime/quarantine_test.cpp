@@ -146,6 +146,32 @@ TEST_CASE("a stuck lane gets no share, whatever the policy and the backups",
   }
 }
 
+TEST_CASE("a retry goes to an idle lane, not to the stuck one",
+          "[runtime][stragglers][quarantine][errors]") {
+  StuckLane stuck;
+  // Lane 0 has no share (a load-aware policy that knows every lane), nor has one of the
+  // other two: the first lane without a share is the stuck one.
+  ata::OraclePolicy policy({1.0, 1.0, 1.0});
+  rt::BatchScheduler scheduler(stuck.pool(), policy, rt::SchedulerOptions{}.set_retries(1));
+  std::atomic<int> attempts{0};
+  std::atomic<std::size_t> failed_on{0};
+  auto [values, report] = scheduler.run(1, [&](const rt::TaskContext& ctx) {
+    if (attempts++ == 0) {
+      failed_on = ctx.worker();
+      throw std::runtime_error("flaky");
+    }
+    return ctx.task();
+  });
+  CHECK(stuck.blocked());  // the retry did not wait behind lane 0's task
+  REQUIRE(values.size() == 1);
+  CHECK(attempts == 2);
+  CHECK(report.retries == 1);
+  REQUIRE(report.tasks.size() == 2);  // the accepted attempt, then the failed one
+  CHECK(report.tasks[0].accepted);
+  CHECK(report.tasks[0].worker != 0);
+  CHECK(report.tasks[0].worker != failed_on.load());
+}
+
 TEST_CASE("a stuck lane's share goes to the others in proportion to theirs",
           "[runtime][stragglers][quarantine]") {
   using ata::Allocation;
