@@ -214,14 +214,18 @@ void Batch::arm_timer() noexcept {
   double wait = t.rule.time_to_next_overdue(t.view);
   // A lane whose copy runs past its stuck deadline stalls, and any idle lane then takes its
   // unstarted tasks over: wake one then too (a little after, so that it finds it stalled).
+  // Its copy may have lost to another already (the view shows it as not running: not worth
+  // a backup) and still block the lane, ignoring its stop request.
   const bool helper =
       std::any_of(t.view.begin(), t.view.end(), [](const BackupWorker& w) { return w.available; });
   if (helper && t.rule.options().take_overs) {
     constexpr double kMargin = 1e-4;
+    const TaskClock::Ticks now = clock_.now();
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
-      const BackupWorker& view = t.view[j];
-      if (!view.running || view.unstarted == 0 || view.stalled) continue;
-      wait = std::min(wait, std::max(t.lane[j].stuck_after - view.elapsed, 0.0) + kMargin);
+      const Tracked::LaneState& lane = t.lane[j];
+      if (!lane.running || t.view[j].unstarted == 0 || t.view[j].stalled) continue;
+      const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+      wait = std::min(wait, std::max(lane.stuck_after - ran, 0.0) + kMargin);
     }
   }
   if (!(wait < std::numeric_limits<double>::infinity())) return;

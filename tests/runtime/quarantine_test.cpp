@@ -198,3 +198,54 @@ TEST_CASE("a stuck lane's share goes to the others in proportion to theirs",
   CHECK(spread[0] == 0);
   CHECK(spread[1] + spread[2] == big);
 }
+
+TEST_CASE("a copy that lost to a backup and ignores its stop does not hold back its share",
+          "[runtime][stragglers][quarantine]") {
+  // Lane 0 is learned faster than lane 1, so lane 1 takes none of lane 0's unstarted tasks
+  // over while lane 0 works; lane 0's first task then blocks, ignoring its stop request, after
+  // lane 1's backup copy of it has given the result. Lane 0's second task must go to lane 1
+  // once lane 0 is stuck, not wait for the blocked copy.
+  rt::WorkerPool pool(2);
+  ata::OraclePolicy policy({1.0, 1.0});
+  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+  struct Gate {
+    std::atomic<bool> armed{false};
+    std::atomic<bool> blocked{false};
+    std::mutex mutex;
+    std::condition_variable_any changed;
+    bool released = false;
+  };
+  const auto gate = std::make_shared<Gate>();
+  const auto make_task = [gate] {
+    auto task = [gate](const rt::TaskContext& ctx) {
+      if (ctx.worker() == 0 && gate->armed.exchange(false)) {
+        gate->blocked = true;
+        std::unique_lock lock(gate->mutex);  // ignores its stop request
+        gate->changed.wait(lock, [&] { return gate->released; });
+        gate->blocked = false;
+      } else {
+        std::this_thread::sleep_for(ctx.worker() == 0 ? 1ms : 3ms);
+      }
+      return ctx.task();
+    };
+    return std::make_shared<decltype(task)>(std::move(task));
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) (void)scheduler.run(4, make_task());
+  gate->armed = true;
+  // Releases lane 0 after a while, so that a batch wrongly waiting for it ends.
+  std::jthread watchdog([gate](const std::stop_token& stop) {
+    std::unique_lock lock(gate->mutex);
+    gate->changed.wait_for(lock, stop, 10s, [&] { return gate->released; });
+    gate->released = true;
+    gate->changed.notify_all();
+  });
+  auto [values, report] = scheduler.run(4, make_task());
+  CHECK(gate->blocked.load());  // returned while lane 0 still blocks
+  CHECK(values == std::vector<std::size_t>{0, 1, 2, 3});
+  CHECK(report.backup_copies + report.takeovers >= 2);
+  {
+    std::lock_guard lock(gate->mutex);
+    gate->released = true;
+  }
+  gate->changed.notify_all();
+}
