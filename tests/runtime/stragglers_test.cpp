@@ -260,7 +260,19 @@ TEST_CASE("a blocked worker: the batch completes without it, it is quarantined, 
     };
     return std::make_shared<decltype(task)>(std::move(task));
   };
-  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(kBatch, make_task());
+  // Until every worker has a learned mean (one without is never stuck): on a loaded machine
+  // a worker may wake too late to run any task of a batch.
+  const auto learned = [&] {
+    std::lock_guard lock(policy.mutex());
+    for (std::size_t i = 0; i < kWorkers; ++i) {
+      if (policy.stats(i).count() == 0) return false;
+    }
+    return true;
+  };
+  for (int warm_up = 0; warm_up < 3 || !learned(); ++warm_up) {
+    REQUIRE(warm_up < 100);
+    scheduler.run(kBatch, make_task());
+  }
   gate->armed = true;
   {
     auto [values, report] = scheduler.run(kBatch, make_task());
@@ -289,11 +301,17 @@ TEST_CASE("a blocked worker: the batch completes without it, it is quarantined, 
     std::this_thread::sleep_for(1ms);
   }
   CHECK(pool.stuck_lanes().empty());
-  auto [values, report] = scheduler.run(kBatch, make_task());
-  check_exactly_once(values, report, kBatch);
-  CHECK(report.allocation[0] > 0);
-  CHECK(std::any_of(report.tasks.begin(), report.tasks.end(),
-                    [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; }));
+  // Used again: it gets a share at once, and runs tasks of it (on a loaded machine the others
+  // may take a whole share over before worker 0 wakes, so a few batches are allowed for that).
+  bool ran_on_0 = false;
+  for (int round = 0; round < 20 && !ran_on_0; ++round) {
+    auto [values, report] = scheduler.run(kBatch, make_task());
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.allocation[0] > 0);
+    ran_on_0 = std::any_of(report.tasks.begin(), report.tasks.end(),
+                           [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; });
+  }
+  CHECK(ran_on_0);
 }
 
 TEST_CASE("a task not handed over is waited for, even a stopped copy that ignores its stop",
