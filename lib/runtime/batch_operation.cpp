@@ -9,7 +9,9 @@
 #include "ata/runtime/batch_scheduler.hpp"
 #include "core/checks.hpp"
 #include "runtime/batch.hpp"
+#include "runtime/durations.hpp"
 #include "runtime/lane_set.hpp"
+#include "runtime/quarantine.hpp"
 #include "runtime/scheduler_engine.hpp"
 #include "runtime/spin.hpp"
 
@@ -41,9 +43,13 @@ class OperationBatch final : public Batch {
 
 namespace {
 
-// The backlog, in tasks, of a quarantined lane: beyond any batch, so that a load-aware
-// allocation gives it nothing while the others can take the work.
-constexpr double kQuarantineBacklog = 1e12;
+// Quarantine (runtime/quarantine.hpp) applied to a plan of quotas.
+void quotas_off_stuck(std::span<const std::size_t> stuck, Plan& plan) {
+  if (stuck.empty()) return;
+  Allocation quotas = plan.quotas();
+  move_off_stuck(stuck, quotas);
+  for (std::size_t i = 0; i < quotas.size(); ++i) plan.set_quota(i, quotas[i]);
+}
 
 // The policy's plan must give every lane a role and account for exactly B tasks: the batch
 // sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
@@ -200,20 +206,21 @@ void BatchOperation::submit_now() {
   {
     std::lock_guard lock(policy.mutex());
     try {
-      // A stuck lane is quarantined: a backlog no allocation gives work behind. A throwing
-      // plan() leaves the policy's round as it was: so does the scheduler.
-      const auto stuck = core.stuck(std::chrono::steady_clock::now());
-      if (pacer == nullptr && (options.load_aware() || !stuck.empty())) {
+      // A throwing plan() leaves the policy's round as it was: so does the scheduler.
+      if (pacer == nullptr && options.load_aware()) {
         auto& backlog = scheduler_.engine_->backlog;
         backlog.assign(workers, 0.0);
-        if (options.load_aware()) core.backlog(backlog);
-        for (std::size_t lane : stuck) backlog[lane] = kQuarantineBacklog;
+        core.backlog(backlog);
         policy.plan(batch_, backlog, plan);
       } else {
         policy.plan(batch_, plan);
       }
       round_ = ++scheduler_.rounds_;
       require_runnable_plan(policy, plan, batch_, workers, pacer != nullptr);
+      // A stuck lane is quarantined: its quotas go to the others, whatever the policy.
+      if (pacer == nullptr && plan.dispatch() == Dispatch::allocated) {
+        quotas_off_stuck(core.stuck(std::chrono::steady_clock::now()), plan);
+      }
       // Late binding replaces quotas only: a race hands its tasks out by itself already.
       if (plan.dispatch() != Dispatch::allocated) pacer = nullptr;
       if (pacer != nullptr) {
@@ -357,11 +364,13 @@ void BatchOperation::finish_unsubmitted(BatchStatus status, std::exception_ptr e
 }
 
 void BatchOperation::arm_deadline() {
-  if (options_.deadline <= std::chrono::nanoseconds{0}) return;
-  const auto id =
-      scheduler_.engine_->deadlines.schedule(start_ + options_.deadline, [weak = weak_from_this()] {
-        if (const auto self = weak.lock()) self->cancel(BatchStatus::timed_out);
-      });
+  if (options_.deadline <= std::chrono::nanoseconds{0}) return;  // none (negative: refused)
+  // Saturated: a deadline beyond the clock's range (nanoseconds::max()) is none.
+  const auto when = saturating_add(start_, options_.deadline);
+  if (when == std::chrono::steady_clock::time_point::max()) return;
+  const auto id = scheduler_.engine_->deadlines.schedule(when, [weak = weak_from_this()] {
+    if (const auto self = weak.lock()) self->cancel(BatchStatus::timed_out);
+  });
   std::lock_guard lock(mutex_);
   deadline_ = id;
 }

@@ -76,11 +76,15 @@ std::size_t BatchScheduler::rounds() const {
 
 std::size_t BatchScheduler::in_flight() const { return engine_->admission.in_flight(); }
 
-void BatchScheduler::check_batch(std::size_t batch) {
+void BatchScheduler::check_batch(std::size_t batch, const BatchOptions& options) {
   if (batch == 0) throw InvalidArgument("a batch needs at least one task, got B = 0");
   if (batch > kMaxBatch) {
     throw InvalidArgument("a batch has at most " + std::to_string(kMaxBatch) +
                           " tasks (BatchScheduler::kMaxBatch), got B = " + std::to_string(batch));
+  }
+  if (options.deadline < std::chrono::nanoseconds{0}) {
+    throw InvalidArgument("a batch's deadline must be >= 0 ns (0: none), got " +
+                          std::to_string(options.deadline.count()) + " ns");
   }
 }
 

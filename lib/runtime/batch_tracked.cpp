@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "runtime/batch.hpp"
+#include "runtime/durations.hpp"
 
 namespace ata::runtime::detail {
 
@@ -58,10 +59,9 @@ void Batch::run_tracked(Lane& worker) {
       const double mean = mean_of(i);
       me.stuck_after =
           mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
-      worker.mark_task(started, mean > 0.0
-                                    ? started + std::chrono::duration_cast<Lane::Clock::duration>(
-                                                    std::chrono::duration<double>(me.stuck_after))
-                                    : Lane::Clock::time_point::max());
+      // Saturated: a stuck_after of +inf (or one too long for the clock) is never reached.
+      worker.mark_task(started, mean > 0.0 ? saturating_after(started, me.stuck_after)
+                                           : Lane::Clock::time_point::max());
       arm_timer();
       const TaskContext ctx(task, i, me.stop.get_token());
       const TaskClock::Ticks start = me.start;
@@ -248,22 +248,25 @@ void Batch::arm_timer() noexcept {
   }
   // A lane whose copy runs past its stuck deadline stalls, and any idle lane then takes its
   // unstarted tasks over: wake one then too (a little after, so that it finds it stalled).
+  // Its copy may have lost to another already (the view shows it as not running: not worth
+  // a backup) and still block the lane, ignoring its stop request.
   const bool helper = hedging && std::any_of(t.view.begin(), t.view.end(),
                                              [](const BackupWorker& w) { return w.available; });
   if (helper && t.rule.options().take_overs) {
     constexpr double kMargin = 1e-4;
+    const TaskClock::Ticks now = clock_.now();
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
-      const BackupWorker& view = t.view[j];
-      if (!view.running || view.unstarted == 0 || view.stalled) continue;
-      wait = std::min(wait, std::max(t.lane[j].stuck_after - view.elapsed, 0.0) + kMargin);
+      const Tracked::LaneState& lane = t.lane[j];
+      if (!lane.running || t.view[j].unstarted == 0 || t.view[j].stalled) continue;
+      const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+      wait = std::min(wait, std::max(lane.stuck_after - ran, 0.0) + kMargin);
     }
   }
   if (!(wait < std::numeric_limits<double>::infinity())) return;
-  constexpr double kLongest = 1e9;  // seconds: a budget of years must not overflow the clock
-  wait = std::min(wait, kLongest);
-  const auto when =
-      DeadlineTimer::Clock::now() + std::chrono::duration_cast<DeadlineTimer::Clock::duration>(
-                                        std::chrono::duration<double>(wait));
+  // Saturated: a wait too long for the clock (a threshold of 1e300, a min_overdue of
+  // nanoseconds::max()) is never, not a moment in the past that fires at once, again and again.
+  const auto when = saturating_after(DeadlineTimer::Clock::now(), wait);
+  if (when == DeadlineTimer::Clock::time_point::max()) return;
   if (t.timer && t.timer_at <= when) return;
   if (t.timer) t.recovery.timer->cancel(*t.timer);
   t.timer.reset();
@@ -355,16 +358,23 @@ bool Batch::retry_stranded() const noexcept {
 
 std::size_t Batch::retry_lane(std::size_t failed) const noexcept {
   const Tracked& t = *tracked_;
+  // A stuck lane (quarantined) would run the retry only once its task returns, if ever.
+  const auto now = Lane::Clock::now();
+  const auto stuck = [&](std::size_t j) { return lanes_->lane(j).stuck_for(now) > 0.0; };
   // A lane inside the batch takes retries when it ends its copy: summon none then.
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
-    if (j != failed && (t.lane[j].inside || t.lane[j].summoned)) return kNoLane;
+    if (j != failed && (t.lane[j].inside || t.lane[j].summoned) && !stuck(j)) return kNoLane;
   }
-  // Else a lane whose queue entry is free: one that reached the batch, or had no share.
+  // Else a lane whose queue entry is free: one that reached the batch, or had no share; one
+  // that is not stuck first, a stuck one only when every other lane is.
+  std::size_t fallback = kNoLane;
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
-    if (j != failed && (lane.entered || allocation_[j] == 0)) return j;
+    if (j == failed || (!lane.entered && allocation_[j] != 0) || lane.summoned) continue;
+    if (!stuck(j)) return j;
+    if (fallback == kNoLane) fallback = j;
   }
-  return kNoLane;
+  return fallback;
 }
 
 void Batch::release() noexcept {

@@ -216,8 +216,7 @@ TEST_CASE("greedy mode accepts the first B results and stops the surplus tasks",
   CHECK(report.allocation == ata::Allocation(std::vector<std::size_t>{kBatch, 0, 0, 0}));
   CHECK(report.discarded() == kWorkers - 1);
   CHECK(report.tasks.size() == kBatch + kWorkers - 1);
-  CHECK(stopped_by_request.load() == 3);
-  CHECK(report.wall < 5s);  // the stop request, not the 10 s timeout, ended the surplus
+  CHECK(stopped_by_request.load() == 3);  // the stop request, not the 10 s timeout, ended them
   std::size_t j = 0;
   for (const auto& record : report.tasks) {
     if (record.accepted) {
@@ -321,6 +320,7 @@ TEST_CASE("greedy mode: surplus tasks that throw on their stop request do not fa
   std::mutex mutex;
   std::condition_variable_any changed;
   std::size_t slow_started = 0;
+  std::atomic<int> stopped_by_request = 0;
   const auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
     std::unique_lock lock(mutex);
     if (ctx.worker() == 0) {
@@ -330,12 +330,13 @@ TEST_CASE("greedy mode: surplus tasks that throw on their stop request do not fa
     ++slow_started;
     changed.notify_all();
     changed.wait_for(lock, ctx.stop_token(), 10s, [] { return false; });
+    if (ctx.stop_requested()) ++stopped_by_request;
     throw std::runtime_error("cancelled");
   });
   CHECK(values.size() == kBatch);
   CHECK(report.allocation == ata::Allocation(std::vector<std::size_t>{kBatch, 0, 0, 0}));
   CHECK(report.discarded() == kWorkers - 1);
-  CHECK(report.wall < 5s);
+  CHECK(stopped_by_request.load() == 3);  // the stop request, not the 10 s timeout, ended them
   CHECK(gta.stats(0).count() == kBatch);
 }
 

@@ -39,7 +39,12 @@ TEST_CASE("late binding puts a slow worker to work only where it saves time", "[
   const auto result = scheduler.run(100, task);
   CAPTURE(policy->stats(0).mean(), policy->stats(1).mean());
   CHECK(result.report.allocation[1] > 0);
-  CHECK(result.report.allocation[0] > 5 * result.report.allocation[1]);
+  // Each worker's share of the time is about the same: worker 0 ends about m1 / m0 times as
+  // many tasks, by the means this run measured (20 on an idle machine; a loaded one oversleeps
+  // the 1 ms more, relatively, than the 20 ms). At least half of that.
+  const double ratio = policy->stats(1).mean() / policy->stats(0).mean();
+  CHECK(2.0 * static_cast<double>(result.report.allocation[0]) >
+        ratio * static_cast<double>(result.report.allocation[1]));
   // The policy learned every task's time.
   CHECK(policy->stats(0).count() + policy->stats(1).count() == 102);
 }

@@ -166,7 +166,7 @@ struct InitiateAsyncRun {
     using Decayed = std::decay_t<Task>;
     using H = std::decay_t<Handler>;
     try {
-      BatchScheduler::check_batch(batch);
+      BatchScheduler::check_batch(batch, options);
     } catch (...) {
       auto executor = boost::asio::get_associated_executor(handler);
       boost::asio::post(executor, [handler = std::forward<Handler>(handler),

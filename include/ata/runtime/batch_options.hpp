@@ -133,7 +133,8 @@ class SchedulerOptions {
     return *this;
   }
   /// The multiple of a worker's learned mean past which its running task earns a backup copy
-  /// (> 1, else ata::InvalidArgument; 4 by default, as ata-sim).
+  /// (> 1, else ata::InvalidArgument; 4 by default, as ata-sim). +inf, or a multiple so large
+  /// that the wait is beyond the clock's range, means no backup copy is ever due.
   SchedulerOptions& set_backup_threshold(double multiple);
   /// Copies of one task running at once, the original included (>= 1, else
   /// ata::InvalidArgument; 2 by default).
@@ -141,11 +142,12 @@ class SchedulerOptions {
   /// No backup copy of a task that has run less than this (>= 0, else ata::InvalidArgument;
   /// 1 ms by default): below the scheduler's own latency (waking a lane, a timer), a copy
   /// costs more than it can save, and tasks of microseconds pass any multiple of their mean
-  /// by mere jitter.
+  /// by mere jitter. nanoseconds::max() means no backup copy is ever due.
   SchedulerOptions& set_backup_min_overdue(std::chrono::nanoseconds after);
   /// The multiple of a worker's learned mean past which a task still running marks the worker
-  /// stuck (> 1, else ata::InvalidArgument; 16 by default): allocation skips it until the task
-  /// returns. Applies with backups or retries on.
+  /// stuck (> 1, else ata::InvalidArgument, NaN included; 16 by default): allocation skips it
+  /// until the task returns. Applies with backups or retries on. +inf (or a multiple so large
+  /// that the moment is beyond the clock's range) means never: no worker is quarantined.
   SchedulerOptions& set_stuck_after(double multiple);
   /// How often a task of an allocated batch that throws is run again, on another worker
   /// where there is one, before the batch fails with its last exception (0 by default: the
@@ -196,7 +198,9 @@ class SchedulerOptions {
 
 /// Options of one batch.
 struct BatchOptions {
-  /// Measured from the call. Zero: none. Past it, the batch's running tasks get a stop
+  /// Measured from the call. Zero: none; negative: refused by run() and async_run()
+  /// (ata::InvalidArgument naming it); one past the clock's range (nanoseconds::max()): none.
+  /// Past it, the batch's running tasks get a stop
   /// request, its queued chunks are skipped, and it fails: run() throws DeadlineError,
   /// async_run() completes with boost::asio::error::timed_out. A batch whose B results are
   /// all in by then succeeds. The policy learns nothing from a batch that timed out or was

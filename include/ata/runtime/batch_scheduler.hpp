@@ -163,7 +163,7 @@ class BatchScheduler {
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
-    check_batch(batch);  // before B sizes anything
+    check_batch(batch, options);  // before B sizes anything
     detail::TypedTaskBody<std::remove_reference_t<Task>, Result> body(task, batch, lanes_.size());
     BatchResult<Result> result;
     std::vector<std::size_t> slot_order;
@@ -191,7 +191,7 @@ class BatchScheduler {
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
                   "a task returns void or a movable value (not a reference)");
-    check_batch(batch);
+    check_batch(batch, options);
     if (!task) throw InvalidArgument("run(): the task handed over is a null pointer");
     // The task and its result slots, owned together by the caller and the batch.
     struct Owned {
@@ -226,8 +226,9 @@ class BatchScheduler {
   [[nodiscard]] std::size_t in_flight() const;
   [[nodiscard]] const SchedulerOptions& options() const noexcept { return options_; }
 
-  /// Throws ata::InvalidArgument for batch = 0 or batch > kMaxBatch.
-  static void check_batch(std::size_t batch);
+  /// Throws ata::InvalidArgument for batch = 0 or batch > kMaxBatch, or a negative
+  /// options.deadline.
+  static void check_batch(std::size_t batch, const BatchOptions& options = {});
 
  private:
   friend class detail::BatchOperation;
