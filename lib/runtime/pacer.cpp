@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ata/runtime/shutdown_error.hpp"
+#include "runtime/durations.hpp"
 
 namespace ata::runtime::detail {
 
@@ -203,9 +204,9 @@ void Pacer::detach_timer() noexcept {
 
 void Pacer::arm(std::optional<double> at) noexcept {
   if (!at) return;
-  const auto when =
-      DeadlineTimer::Clock::time_point(std::chrono::duration_cast<DeadlineTimer::Clock::duration>(
-          std::chrono::duration<double>(*at)));
+  // Saturated: a lane's learned mean of years must not wrap around to a moment in the past.
+  const auto when = DeadlineTimer::Clock::time_point(
+      saturating_duration<DeadlineTimer::Clock::duration>(*at));
   // Under the lock, so that detach_timer() cannot let the timer go meanwhile. The timer calls
   // back outside its own lock, so the order pacer, then timer, is never reversed.
   std::lock_guard lock(mutex_);
