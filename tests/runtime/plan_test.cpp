@@ -15,20 +15,14 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/nap.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::nap;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
-
-// Sleeps `delay`, or less when the task's stop is requested.
-void nap(const rt::TaskContext& ctx, std::chrono::nanoseconds delay) {
-  std::mutex mutex;
-  std::condition_variable_any never;
-  std::unique_lock lock(mutex);
-  never.wait_for(lock, ctx.stop_token(), delay, [] { return false; });
-}
 
 // Every index has exactly one accepted record, and values[j] is task j's value.
 template <class Values>

@@ -18,21 +18,14 @@
 
 #include "ata/ata.hpp"
 #include "ata/runtime/posted_lanes.hpp"
+#include "support/nap.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::nap;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
-
-// Sleeps `delay`, or less when the task's stop is requested; true if stopped.
-bool nap(const rt::TaskContext& ctx, std::chrono::nanoseconds delay) {
-  std::mutex mutex;
-  std::condition_variable_any never;
-  std::unique_lock lock(mutex);
-  never.wait_for(lock, ctx.stop_token(), delay, [] { return false; });
-  return ctx.stop_requested();
-}
 
 // A straggler's task: far longer than the batch could wait (the test would time out), so
 // that it ends by its stop request or not at all. Counts the copies that ran and that their
