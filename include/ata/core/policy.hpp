@@ -47,7 +47,7 @@ class Policy {
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   /// Number of workers n.
   [[nodiscard]] std::size_t workers() const noexcept { return stats_.size(); }
-  /// Rounds allocated so far.
+  /// Rounds started so far (by plan() or allocate()).
   [[nodiscard]] std::size_t round() const noexcept { return round_; }
 
   /// Starts the next round and returns its plan for `batch` tasks. Throws

@@ -145,10 +145,11 @@ class BatchScheduler {
   ///
   /// Throws:
   /// - ata::InvalidArgument for batch = 0 or batch > kMaxBatch;
-  /// - ata::Error when the policy's allocation does not give one count per worker summing to
-  ///   B (the round still counts: the policy started it), or when the batch's bookkeeping
-  ///   cannot be allocated; whatever the policy's allocate() throws (the round then does not
-  ///   count, for the policy nor the scheduler);
+  /// - ata::Error when the policy's plan cannot run a batch of B tasks here (a role per lane,
+  ///   quotas summing to B or racers for the rest, and nothing the threads refuse: see the
+  ///   class comment; the round still counts: the policy started it), or when the batch's
+  ///   bookkeeping cannot be allocated; whatever the policy's plan() throws (the round then
+  ///   does not count, for the policy nor the scheduler);
   /// - ShutdownError when the pool is shut down before or while the batch runs;
   /// - the first exception a task threw. The batch is then abandoned: its other tasks get a
   ///   stop request, unstarted ones are skipped, the policy observes nothing of it; the pool
