@@ -1,5 +1,6 @@
 // ata-sim: the paper's experiments in virtual time. Runs several strategies on one simulated
 // cluster with the same seed, prints a comparison table, and writes JSON, CSV and PNG plots.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "app_support.hpp"
@@ -46,9 +48,25 @@ nlohmann::json ratio_json(double value, const StrategyRun* reference, double Str
 }
 
 nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& config,
-                            const std::vector<StrategyRun>& runs, const std::string& eofta_note) {
+                            const std::vector<StrategyRun>& runs, const std::string& eofta_note,
+                            const std::string& frontier_note) {
   const auto& ofta = find(runs, "ofta");
   const StrategyRun* eofta = find_if_ran(runs, "eofta");
+  const StrategyRun* frontier = find_if_ran(runs, "frontier");
+  nlohmann::json frontier_json = nullptr;
+  if (frontier != nullptr && frontier->frontier) {
+    const auto& c = *frontier->frontier;
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const auto& p : c.candidates) {
+      candidates.push_back({{"plan", p.plan}, {"wall_time", p.wall_time},
+                            {"worker_time", p.worker_time}, {"objective", p.objective}});
+    }
+    frontier_json = {{"plan", c.plan}, {"probe_objective", c.probe_objective},
+                     {"probe_rounds", c.probe_rounds}, {"probe_seed", c.probe_seed},
+                     {"eofta_left_out", c.eofta_note.empty() ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(c.eofta_note)},
+                     {"candidates", candidates}};
+  }
   const auto& gta = find(runs, "gta");
   nlohmann::json strategies = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -60,6 +78,7 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"objective", r.objective},
                      {"objective_vs_ofta", r.objective / ofta.objective},
                      {"wall_time_vs_eofta", ratio_json(r.wall_time, eofta, &StrategyRun::wall_time)},
+                     {"objective_vs_frontier", ratio_json(r.objective, frontier, &StrategyRun::objective)},
                      {"wall_time_vs_gta", r.wall_time / gta.wall_time},
                      {"worker_time_vs_gta", r.worker_time / gta.worker_time},
                      {"mean_round_time", r.wall_time / static_cast<double>(config.rounds)},
@@ -91,6 +110,8 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
           {"work_price_default", !config.objective.work_price.has_value()},
           {"eofta", eofta == nullptr ? nlohmann::json(nullptr) : nlohmann::json("ran")},
           {"eofta_left_out", eofta_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(eofta_note)},
+          {"frontier", frontier_json},
+          {"frontier_left_out", frontier_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(frontier_note)},
           {"strategies", strategies}};
 }
 
@@ -108,6 +129,46 @@ std::string trace_csv(const std::vector<StrategyRun>& runs, bool sgd) {
     }
   }
   return out.str();
+}
+
+// The lower-left convex hull of the (work, wall) points: sorted by work, wall falling.
+std::vector<std::pair<double, double>> lower_left_hull(std::vector<std::pair<double, double>> points) {
+  std::sort(points.begin(), points.end());
+  std::vector<std::pair<double, double>> hull;
+  for (const auto& p : points) {
+    if (!hull.empty() && p.second >= hull.back().second) continue;  // dominated
+    while (hull.size() >= 2) {
+      const auto& a = hull[hull.size() - 2];
+      const auto& b = hull.back();
+      const double cross = (b.first - a.first) * (p.second - a.second) - (b.second - a.second) * (p.first - a.first);
+      if (cross > 0.0) break;
+      hull.pop_back();
+    }
+    hull.push_back(p);
+  }
+  return hull;
+}
+
+// Each strategy's (worker time, wall time) over the run, and frontier's probes scaled to K
+// rounds, their lower-left hull drawn as the frontier curve.
+Figure frontier_figure(const ata::sim::ExperimentConfig& config, const std::vector<StrategyRun>& runs,
+                       const ata::sim::FrontierChoice& choice, const std::string& where) {
+  Figure f{"frontier.png", "Wall time vs worker time, frontier of fixed plans (" + where + ")",
+           "total worker time", "wall time", false, false, {}};
+  const double scale = static_cast<double>(config.rounds) / static_cast<double>(choice.probe_rounds);
+  std::vector<std::pair<double, double>> points;
+  for (const auto& c : choice.candidates) {
+    points.emplace_back(c.worker_time * scale, c.wall_time * scale);
+    f.series.push_back(Series{"_" + c.plan, {c.worker_time * scale}, {c.wall_time * scale}});
+  }
+  Series curve{"frontier curve (probes x K/" + std::to_string(choice.probe_rounds) + ")", {}, {}};
+  for (const auto& [x, y] : lower_left_hull(points)) {
+    curve.x.push_back(x);
+    curve.y.push_back(y);
+  }
+  f.series.push_back(std::move(curve));
+  for (const auto& r : runs) f.series.push_back(Series{r.name, {r.worker_time}, {r.wall_time}});
+  return f;
 }
 
 std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std::vector<StrategyRun>& runs) {
@@ -155,6 +216,9 @@ std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std:
                         "Objective wall + p x worker time, p = " + ata::apps::general(price, 4),
                         "round k", "objective", false, round,
                         [price](const P& p) { return p.wall_time + price * p.worker_time; }));
+  }
+  if (const StrategyRun* frontier = find_if_ran(runs, "frontier"); frontier != nullptr && frontier->frontier) {
+    out.push_back(frontier_figure(config, runs, *frontier->frontier, where));
   }
   return out;
 }
@@ -204,6 +268,24 @@ int run(const Options& o) {
     }
   }
 
+  // The frontier yardstick likewise: its probes are bounded, and it is left out above the limit.
+  std::string frontier_note;
+  config.frontier_probe_rounds = o.frontier_probe_rounds;
+  config.frontier_eofta_sweep_terms = ata::apps::kMaxEoftaSweepTerms;
+  if (std::find(names.begin(), names.end(), "frontier") != names.end()) {
+    const double probe_draws =
+        static_cast<double>(ata::sim::frontier_max_probes(config.scenario.workers())) *
+        static_cast<double>(std::min(config.rounds, config.frontier_probe_rounds)) *
+        static_cast<double>(config.batch + config.scenario.workers());
+    if (probe_draws > ata::apps::kMaxFrontierProbeDraws) {
+      frontier_note = "its probes would take about " + ata::apps::general(probe_draws, 2) +
+                      " task-time draws, more than the limit of " +
+                      ata::apps::general(ata::apps::kMaxFrontierProbeDraws, 2) +
+                      " (lower --frontier-probe-rounds)";
+      names.erase(std::find(names.begin(), names.end(), "frontier"));
+    }
+  }
+
   std::printf("ata-sim: scenario %s, n = %zu workers, B = %zu, K = %zu rounds, seed %llu\n",
               config.scenario.name().c_str(), config.scenario.workers(), config.batch, config.rounds,
               static_cast<unsigned long long>(config.seed));
@@ -217,6 +299,7 @@ int run(const Options& o) {
   std::printf("         objective = wall + p x worker time, p = %s%s\n",
               ata::apps::general(price, 4).c_str(), o.work_price ? "" : " (1/n, the default)");
   if (!eofta_note.empty()) std::printf("note: EOFTA yardstick left out: %s\n", eofta_note.c_str());
+  if (!frontier_note.empty()) std::printf("note: frontier yardstick left out: %s\n", frontier_note.c_str());
 
   std::vector<StrategyRun> runs(names.size());
   std::string late_eofta_note;  // written by EOFTA's task alone
@@ -255,9 +338,11 @@ int run(const Options& o) {
   const auto& ofta = find(runs, "ofta");
   const StrategyRun* eofta = find_if_ran(runs, "eofta");
   const auto& gta = find(runs, "gta");
+  const StrategyRun* frontier = find_if_ran(runs, "frontier");
   std::vector<std::string> header{"strategy", "wall time", "worker time", "objective",
                                   "wall/OFTA", "work/OFTA", "obj/OFTA"};
   if (eofta != nullptr) header.emplace_back("wall/EOFTA");
+  if (frontier != nullptr) header.emplace_back("obj/frontier");
   for (const char* h : {"wall/GTA", "work/GTA", "regret"}) header.emplace_back(h);
   if (o.sgd) header.emplace_back("f(x)-f*");
   ata::apps::Table table(header);
@@ -267,6 +352,7 @@ int run(const Options& o) {
                                  ratio(r.wall_time, ofta.wall_time), ratio(r.worker_time, ofta.worker_time),
                                  ratio(r.objective, ofta.objective)};
     if (eofta != nullptr) row.push_back(ratio(r.wall_time, eofta->wall_time));
+    if (frontier != nullptr) row.push_back(ratio(r.objective, frontier->objective));
     for (auto cell : {ratio(r.wall_time, gta.wall_time), ratio(r.worker_time, gta.worker_time),
                       ata::apps::general(r.regret, 4)}) {
       row.push_back(std::move(cell));
@@ -279,9 +365,15 @@ int run(const Options& o) {
               "regret: sum of proxy-loss excess over OFTA)\n",
               ata::apps::general(price, 4).c_str());
   if (!eofta_note.empty()) std::printf("(no EOFTA column: the yardstick was left out, see the note above)\n");
+  if (frontier != nullptr && frontier->frontier) {
+    const auto& c = *frontier->frontier;
+    std::printf("frontier: %s (probe objective %s over %zu probe rounds on seed %llu, best of %zu candidates)\n",
+                c.plan.c_str(), ata::apps::general(c.probe_objective, 5).c_str(), c.probe_rounds,
+                static_cast<unsigned long long>(c.probe_seed), c.candidates.size());
+  }
 
   if (!o.json_path.empty()) {
-    ata::apps::write_file(o.json_path, summary_json(o, config, runs, eofta_note).dump(2) + "\n");
+    ata::apps::write_file(o.json_path, summary_json(o, config, runs, eofta_note, frontier_note).dump(2) + "\n");
     std::printf("wrote %s\n", o.json_path.c_str());
   }
   if (!o.csv_path.empty()) {

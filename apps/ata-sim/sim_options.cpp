@@ -31,9 +31,10 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--strategies", strategies,
                  "comma list of gta, ofta, eofta (the allocation of least expected round time), "
                  "uta, ata, ata-e, ata-auto (no alpha or eta), pull, race:M (a race of the M "
-                 "fastest workers); ofta, eofta and gta always run (eofta only where it fits: "
-                 "else a note says it was left out)")
-      ->check(strategy_list({"eofta"}));
+                 "fastest workers), frontier (the best fixed plan, chosen by probe runs on the true "
+                 "laws); ofta, eofta, frontier and gta always run (eofta and frontier only where "
+                 "they fit: else a note says so)")
+      ->check(strategy_list({"eofta", "frontier"}));
   app.add_option("--alpha", o.alpha,
                  "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
       ->check(kPositiveNumber);
@@ -56,6 +57,9 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
                  "worker time (0: wall time only; default 1/n, so the whole cluster busy for a "
                  "second costs as much as a second of waiting)")
       ->check(kNonNegativeNumber);
+  app.add_option("--frontier-probe-rounds", o.frontier_probe_rounds,
+                 "rounds of each probe run of the frontier yardstick (min with --rounds)")
+      ->transform(whole_number(1, kMaxSimRounds));
   app.add_flag("--sgd", o.sgd, "run SGD on the paper's quadratic alongside");
   app.add_option("--dim", o.dim, "SGD dimension d")->transform(whole_number(1, kMaxSimDim));
   app.add_option("--step", o.step, "SGD step size (below 2: larger steps diverge)")
@@ -67,7 +71,7 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       ->check(kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(kNonEmpty);
   command_line.help = parse_arguments(app, argc, argv);
-  o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "gta"});
+  o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "frontier", "gta"});
   return command_line;
 }
 

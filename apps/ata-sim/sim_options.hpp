@@ -35,6 +35,8 @@ struct SimOptions {
   std::size_t dim = 100;
   double step = 1e-4;
   double noise = 1e-3;
+  /// --frontier-probe-rounds: rounds of each of the frontier yardstick's probe runs (min with K).
+  std::size_t frontier_probe_rounds = 200;
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
@@ -57,6 +59,9 @@ inline constexpr double kWarnSimDraws = 1e9;
 /// Measured (docs/beyond-the-paper.md): sqrt, n = 500, B = 200 estimates 6.7e8 terms a sweep
 /// and solves in 34 s (17 moves); log, n = 500, B = 300 (2e9) took over 120 s.
 inline constexpr double kMaxEoftaSweepTerms = 1e9;
+/// The frontier yardstick runs only when its probes are estimated below this many task-time
+/// draws (ata::sim::frontier_max_probes() x probe rounds x (batch + workers)); else it is left out.
+inline constexpr double kMaxFrontierProbeDraws = kWarnSimDraws;
 
 /// Parses ata-sim's command line (argv[0] is the program). Returns the options, or --help's
 /// text; throws UsageError "<flag>: <what>, got '<value>'" for a bad flag or value. Checks

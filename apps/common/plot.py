@@ -24,6 +24,7 @@ STYLES = {
     "ata-e": ("tab:green", "-"),
     "ata-auto": ("tab:purple", "-"),
     "pull": ("tab:orange", "-."),
+    "frontier": ("darkgreen", "-"),
     "ata-auto:late": ("tab:cyan", "-"),
     "ata-auto:off": ("tab:pink", ":"),
 }
@@ -50,8 +51,13 @@ def draw(figure):
         else:
             color, line = EXTRA_STYLES[extra % len(EXTRA_STYLES)]
             extra += 1
-        ax.plot(series["x"], series["y"], label=series["label"], color=color, linestyle=line,
-                linewidth=1.6)
+        if len(series["x"]) == 1:  # a point (a line of one point would not show)
+            hidden = series["label"].startswith("_")  # matplotlib leaves it out of the legend
+            ax.plot(series["x"], series["y"], label=series["label"], color="silver" if hidden else color,
+                    marker="." if hidden else "o", linestyle="none")
+        else:
+            ax.plot(series["x"], series["y"], label=series["label"], color=color, linestyle=line,
+                    linewidth=1.6)
     if figure.get("xlog"):
         ax.set_xscale("log")
     if figure.get("ylog"):

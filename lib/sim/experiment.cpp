@@ -30,9 +30,95 @@ EoftaCost estimate_eofta_cost(const ExperimentConfig& config, double max_sweep_t
   return worst;
 }
 
+std::vector<std::size_t> frontier_race_grid(std::size_t workers) {
+  std::vector<std::size_t> grid;
+  if (workers <= 16) {
+    for (std::size_t m = 1; m <= workers; ++m) grid.push_back(m);
+    return grid;
+  }
+  for (std::size_t m = 1; m < workers; m *= 2) grid.push_back(m);
+  grid.push_back(workers);
+  return grid;
+}
+
+std::size_t frontier_max_probes(std::size_t workers) {
+  return frontier_race_grid(workers).size() + 16 + 2;
+}
+
+FrontierChoice choose_frontier(const ExperimentConfig& config) {
+  if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
+  if (config.frontier_probe_rounds < 1) {
+    throw InvalidArgument("frontier probe rounds must be >= 1, got 0");
+  }
+  FrontierChoice choice;
+  choice.probe_rounds = std::min(config.rounds, config.frontier_probe_rounds);
+  choice.probe_seed = frontier_probe_seed(config.seed);
+  ExperimentConfig probe = config;
+  probe.rounds = choice.probe_rounds;
+  probe.seed = choice.probe_seed;
+  probe.sgd = false;
+  probe.trace_points = 1;
+  const auto probe_plan = [&](const std::string& plan) {
+    for (const auto& c : choice.candidates) {
+      if (c.plan == plan) return;
+    }
+    const StrategyRun r = run_strategy(probe, plan);
+    choice.candidates.push_back({plan, r.wall_time, r.worker_time, r.objective});
+  };
+  const auto best_race = [&] {
+    std::size_t best = 0;
+    double value = 0.0;
+    for (const auto& c : choice.candidates) {
+      if (!c.plan.starts_with("race:")) continue;
+      const auto m = static_cast<std::size_t>(std::stoull(c.plan.substr(5)));
+      if (best == 0 || c.objective < value) {
+        best = m;
+        value = c.objective;
+      }
+    }
+    return best;
+  };
+  const std::size_t n = config.scenario.workers();
+  for (const std::size_t m : frontier_race_grid(n)) probe_plan("race:" + std::to_string(m));
+  if (n > 16) {  // refine between M*/2 and 2 M*, at most 16 more sizes
+    const std::size_t m = best_race();
+    const std::size_t low = std::max<std::size_t>(1, m / 2);
+    const std::size_t high = std::min(n, 2 * m);
+    const std::size_t step = std::max<std::size_t>(1, m / 8);
+    for (std::size_t k = low, added = 0; k <= high && added < 16; k += step, ++added) {
+      probe_plan("race:" + std::to_string(k));
+    }
+  }
+  probe_plan("ofta");
+  const EoftaCost cost = estimate_eofta_cost(probe, config.frontier_eofta_sweep_terms);
+  if (cost.fits()) {
+    try {
+      probe_plan("eofta");
+    } catch (const InvalidArgument& e) {
+      choice.eofta_note = e.what();
+    }
+  } else {
+    choice.eofta_note = cost.reason;
+  }
+  const auto best = std::min_element(
+      choice.candidates.begin(), choice.candidates.end(),
+      [](const FrontierCandidate& a, const FrontierCandidate& b) { return a.objective < b.objective; });
+  choice.plan = best->plan;
+  choice.probe_objective = best->objective;
+  return choice;
+}
+
 StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                          const std::function<void(double)>& progress) {
   if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
+  if (strategy == "frontier") {
+    FrontierChoice choice = choose_frontier(config);
+    StrategyRun run = run_strategy(config, choice.plan, progress);
+    run.name = "frontier";
+    run.eofta.reset();
+    run.frontier = std::move(choice);
+    return run;
+  }
   const double work_price = config.objective.price(config.scenario.workers());
   PolicyOptions options = config.policy;
   options.means = config.scenario.means();

@@ -16,6 +16,11 @@ expect_error "--seed: must be a whole number >= 0" --seed -1
 expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
 expect_error "--backup-threshold: must be a number > 1, got '1'" --backup-threshold 1
 expect_error "--backup-copies: must be a whole number from 1 to 16, got '0'" --backup-copies 0
+for bad in 0 -1 abc 1.5 1000000001; do
+  expect_error "--frontier-probe-rounds: must be a whole number from 1 to 1000000000, got '$bad'" \
+    --frontier-probe-rounds "$bad"
+  expect_refused_before_run
+done
 # The price of a worker-second: a finite number >= 0.
 for price in -1 inf nan abc "" 0x1p3 1e400; do
   expect_error "--work-price: must be a number >= 0, got '$price'" --work-price "$price"
@@ -34,7 +39,7 @@ expect_error "--json: must not be empty" --json ""
 expect_error "--strategies: empty item in ','" --strategies , --rounds 5
 expect_error "--strategies: empty item in 'ata,,gta'" --strategies ata,,gta
 # Work that would take hours is refused before it starts.
-expect_error "about 6e+12 task-time draws (--batch 1000000000 x --rounds 1000 x 6 strategies) is more than the limit" \
+expect_error "about 7e+12 task-time draws (--batch 1000000000 x --rounds 1000 x 7 strategies) is more than the limit" \
   --batch 1000000000
 expect_refused_before_run
 
@@ -146,7 +151,7 @@ done
 head -n1 "$work/race.csv" | grep -q "^strategy,round,wall_time,worker_time,objective," || fail "CSV objective column"
 # The plots: every strategy a series, race:M in styles of their own (plot.py's EXTRA_STYLES).
 if "$program" --rounds 20 --strategies race:3,race:6 --backups off --plot "$work/race-plots" >"$work/out" 2>"$work/err"; then
-  for file in objective.png wall_vs_worker_time.png wall_time.png; do
+  for file in objective.png wall_vs_worker_time.png wall_time.png frontier.png; do
     [ -s "$work/race-plots/$file" ] || fail "no $file"
   done
   python3 - "$work/race-plots/plot-data.json" <<'PY' || fail "plot data lacks the races"
@@ -154,6 +159,10 @@ import json, sys
 figures = json.load(open(sys.argv[1]))["figures"]
 for f in figures:
     labels = [s["label"] for s in f["series"]]
+    if f["file"].endswith("frontier.png"):  # probes (hidden from the legend), the hull, the runs
+        assert "_race:1" in labels and "race:3" in labels and "frontier" in labels, labels
+        assert any(l.startswith("frontier curve") for l in labels), labels
+        continue
     assert labels[:2] == ["race:3", "race:6"] and "eofta" in labels, labels
 PY
 else
@@ -166,6 +175,28 @@ python3 - "$work/p0.json" <<'PY' || fail "--work-price 0: objective is not the w
 import json, sys
 runs = json.load(open(sys.argv[1]))["strategies"]
 assert all(r["objective"] == r["wall_time"] for r in runs), runs
+PY
+
+# The frontier yardstick: a row, the plan it chose, the column obj/frontier, and the JSON.
+"$program" --rounds 30 --strategies frontier --frontier-probe-rounds 10 --backups off \
+  --json "$work/frontier.json" >"$work/out"
+grep -q "^frontier " "$work/out" || fail "no frontier row: $(cat "$work/out")"
+grep -q "obj/frontier" "$work/out" || fail "no obj/frontier column: $(cat "$work/out")"
+grep -qE "^frontier: (race:[0-9]+|ofta|eofta) \(probe objective .* over 10 probe rounds" "$work/out" ||
+  fail "no frontier plan line: $(cat "$work/out")"
+python3 - "$work/frontier.json" <<'PY' || fail "frontier JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["frontier"]
+assert f["probe_rounds"] == 10 and f["probe_seed"] != d["seed"], f
+plans = [c["plan"] for c in f["candidates"]]
+assert f["plan"] in plans and "ofta" in plans and "race:1" in plans and "race:51" in plans, plans
+best = min(f["candidates"], key=lambda c: c["objective"])
+assert best["plan"] == f["plan"] and best["objective"] == f["probe_objective"], f
+runs = {r["name"]: r for r in d["strategies"]}
+assert runs["frontier"]["objective_vs_frontier"] == 1.0, runs["frontier"]
+assert abs(runs["gta"]["objective_vs_frontier"] - runs["gta"]["objective"] / runs["frontier"]["objective"]) < 1e-12
+assert d["frontier_left_out"] is None
 PY
 
 # A yardstick never blocks a run: where EOFTA does not fit, it is left out with a note.

@@ -55,14 +55,21 @@ TEST_CASE("ata-sim's command line parses into options", "[apps][cli]") {
   const auto defaults = sim({});
   CHECK(defaults.batch == 23);
   CHECK(defaults.strategies ==
-        std::vector<std::string>{"gta", "ofta", "uta", "ata", "ata-e", "eofta"});
+        std::vector<std::string>{"gta", "ofta", "uta", "ata", "ata-e", "eofta", "frontier"});
   const auto o = sim({"--strategies", "ata-e,ata,ata-e", "--rounds", "010", "--seed",
                       "18446744073709551615", "--json", "out.json"});
   CHECK(o.strategies ==
-        std::vector<std::string>{"ata-e", "ata", "ofta", "eofta", "gta"});  // yardsticks once
+        std::vector<std::string>{"ata-e", "ata", "ofta", "eofta", "frontier", "gta"});  // yardsticks once
   CHECK(o.rounds == 10);  // decimal, although CLI11 alone reads a leading 0 as octal
   CHECK(o.seed == 18446744073709551615u);
   CHECK(o.json_path == "out.json");
+  CHECK(defaults.frontier_probe_rounds == 200);
+  CHECK(sim({"--frontier-probe-rounds", "7"}).frontier_probe_rounds == 7);
+  CHECK(sim({"--strategies", "frontier"}).strategies ==
+        std::vector<std::string>{"frontier", "ofta", "eofta", "gta"});
+  CHECK_THAT(sim_error({"--frontier-probe-rounds", "0"}),
+             ContainsSubstring("--frontier-probe-rounds: must be a whole number from 1 to 1000000000, got '0'"));
+  CHECK_THAT(sim_error({"--frontier-probe-rounds", "x"}), ContainsSubstring("--frontier-probe-rounds"));
   CHECK(defaults.backups == "copies");
   CHECK(defaults.backup_threshold == 4.0);
   CHECK(defaults.backup_copies == 2);

@@ -39,7 +39,52 @@ struct ExperimentConfig {
   BackupOptions backups;
   /// What a run is judged by: wall + p x worker time (default p = 1/n, see Objective).
   Objective objective;
+  /// The "frontier" yardstick: rounds of each probe run (min with rounds), and the sweep limit
+  /// above which EOFTA's quotas are no candidate (see estimate_eofta_cost()).
+  std::size_t frontier_probe_rounds = 200;
+  double frontier_eofta_sweep_terms = kNoSweepLimit;
 };
+
+/// One candidate plan of the frontier yardstick, run for FrontierChoice::probe_rounds rounds on
+/// the probe seed: its totals and objective there.
+struct FrontierCandidate {
+  std::string plan;  ///< a make_policy() name ("race:M", "ofta") or "eofta"
+  double wall_time = 0.0;
+  double worker_time = 0.0;
+  double objective = 0.0;
+};
+
+/// What the frontier yardstick chose: the candidate of least probe objective.
+struct FrontierChoice {
+  std::string plan;
+  double probe_objective = 0.0;
+  std::size_t probe_rounds = 0;
+  std::uint64_t probe_seed = 0;
+  std::vector<FrontierCandidate> candidates;  ///< in the order they were probed
+  std::string eofta_note;  ///< why EOFTA's quotas were no candidate, if they were not
+};
+
+/// The seed frontier's probes run on: distinct from `seed`, so the choice is not fitted to the
+/// evaluated draws.
+[[nodiscard]] constexpr std::uint64_t frontier_probe_seed(std::uint64_t seed) {
+  return seed ^ 0x9E3779B97F4A7C15ULL;
+}
+
+/// The race sizes M the frontier probes for n workers, before refining: all of 1..n for n <= 16,
+/// else 1, 2, 4, ... and n.
+[[nodiscard]] std::vector<std::size_t> frontier_race_grid(std::size_t workers);
+
+/// How many probe runs choose_frontier() makes at most for n workers: the grid, up to 16 refining
+/// race sizes, OFTA and EOFTA (<= 2 log2 n + 20).
+[[nodiscard]] std::size_t frontier_max_probes(std::size_t workers);
+
+/// The best fixed plan under config.objective, chosen from the true laws: race:M (the M fastest
+/// by true mean, fungible) on frontier_race_grid(), then refined between M*/2 and 2 M* (step
+/// max(1, M*/8)) around the best grid M*, OFTA's quotas, and EOFTA's where they fit
+/// (frontier_eofta_sweep_terms). Each is run min(rounds, frontier_probe_rounds) rounds on
+/// frontier_probe_seed(seed), without SGD; ties go to the first probed. Throws
+/// ata::InvalidArgument for bad settings (as run_strategy) or frontier_probe_rounds 0.
+[[nodiscard]] FrontierChoice choose_frontier(const ExperimentConfig& config);
 
 /// One recorded point: totals up to and including `round`.
 struct TracePoint {
@@ -68,9 +113,12 @@ struct StrategyRun {
   std::size_t stopped_copies = 0;
   /// For "eofta": the solution it played last (the laws after the scenario's last change).
   std::optional<EoftaSolution> eofta;
+  /// For "frontier": the plan it chose and the probes it chose from.
+  std::optional<FrontierChoice> frontier;
 };
 
-/// Runs `strategy` (a make_policy() name, or "eofta": EoftaPolicy on the scenario's laws) for
+/// Runs `strategy` (a make_policy() name, "eofta": EoftaPolicy on the scenario's laws, or
+/// "frontier": the plan choose_frontier() picks, played on config's seed) for
 /// config.rounds rounds. `progress`, if set, is
 /// called now and then with the fraction done. Throws ata::InvalidArgument for bad settings
 /// (batch 0, rounds 0, unknown strategy, missing alpha, ...), and ata::Error when SGD diverges
