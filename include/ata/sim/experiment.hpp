@@ -15,6 +15,7 @@
 #include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
 #include "ata/sim/expected_round_time.hpp"
+#include "ata/sim/trace.hpp"
 
 namespace ata::sim {
 
@@ -39,6 +40,9 @@ struct ExperimentConfig {
   BackupOptions backups;
   /// What a run is judged by: wall + p x worker time (default p = 1/n, see Objective).
   Objective objective;
+  /// Rounds whose every copy is kept (StrategyRun::traced_rounds): the first and the last this
+  /// many (all of them when K <= 2 x this); 0 keeps none.
+  std::size_t traced_rounds = 0;
 };
 
 /// One recorded point: totals up to and including `round`.
@@ -68,6 +72,8 @@ struct StrategyRun {
   std::size_t stopped_copies = 0;
   /// For "eofta": the solution it played last (the laws after the scenario's last change).
   std::optional<EoftaSolution> eofta;
+  /// The copies of the first and last config.traced_rounds rounds, in round order.
+  std::vector<TracedRound> traced_rounds;
 };
 
 /// Runs `strategy` (a make_policy() name, or "eofta": EoftaPolicy on the scenario's laws) for
