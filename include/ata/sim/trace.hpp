@@ -35,8 +35,8 @@ struct TraceSize {
   std::size_t events = 0;  ///< every entry of traceEvents, metadata included
 };
 
-/// Default scale: one model unit shows as one second in the viewer (1e6 microseconds).
-inline constexpr double kDefaultTraceUnitUs = 1e6;
+/// Default scale: one model unit shows as one microsecond in the viewer.
+inline constexpr double kDefaultTraceUnitUs = 1.0;
 
 /// The trace as JSON text: process p (pid p + 1) is processes[p]; thread `worker` (tid = worker
 /// index) holds one complete slice ("ph": "X") per copy that worker ran, named "task J" for an
