@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_limit("--alpha", o.alpha, 0.0, std::numeric_limits<double>::max());
   if (!(o.eta > 0.0 && std::isfinite(o.eta))) finding("--eta " + std::to_string(o.eta));
   check_limit("--noise", o.noise, 0.0, std::numeric_limits<double>::max());
-  check_strategies(o.strategies, {"eofta"}, {"ofta", "eofta", "gta"});
+  check_strategies(o.strategies, {"eofta", "frontier"}, {"ofta", "eofta", "frontier", "gta"});
   const double draws = estimated_draws(o, o.workers);
   if (!(draws > 0.0 && std::isfinite(draws))) finding("estimated draws " + std::to_string(draws));
   return 0;

@@ -223,6 +223,34 @@ std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std:
   return out;
 }
 
+// The strategy gantt.png draws: --gantt-strategy, else the first that is not a yardstick.
+const StrategyRun* gantt_run(const Options& o, const std::vector<StrategyRun>& runs) {
+  if (!o.gantt_strategy.empty()) return find_if_ran(runs, o.gantt_strategy);
+  for (const auto& r : runs) {
+    if (r.name != "ofta" && r.name != "eofta" && r.name != "gta") return &r;
+  }
+  return runs.empty() ? nullptr : &runs.front();
+}
+
+// A row per worker, a bar per copy of the first few traced rounds, coloured by outcome.
+Figure gantt_figure(const ata::sim::ExperimentConfig& config, const StrategyRun& run) {
+  constexpr std::size_t kGanttRounds = 3;
+  const std::size_t shown = std::min(kGanttRounds, run.traced_rounds.size());
+  Figure f{"gantt.png",
+           run.name + ": rounds 1-" + std::to_string(shown) + ", a row per worker (" +
+               config.scenario.name() + ", n = " + std::to_string(config.scenario.workers()) +
+               ", B = " + std::to_string(config.batch) + ")",
+           "model time", "worker", false, false, {}};
+  for (std::size_t k = 0; k < shown; ++k) {
+    const auto& round = run.traced_rounds[k];
+    for (const auto& c : round.copies) {
+      f.bars.push_back({static_cast<double>(c.worker), round.start + c.start, c.end - c.start,
+                        ata::sim::outcome_name(c.outcome)});
+    }
+  }
+  return f;
+}
+
 // Refuses a run that would take hours, and warns about one that takes a while.
 void check_work(const Options& o, const ata::models::Scenario& scenario) {
   const double draws = ata::apps::estimated_draws(o, scenario.workers());
@@ -242,6 +270,12 @@ int run(const Options& o) {
   if (!o.json_path.empty()) ata::apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) ata::apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) ata::apps::check_output_folder("--plot", o.plot_dir);
+  if (!o.trace_path.empty()) ata::apps::check_output_file("--trace", o.trace_path);
+  if (!o.gantt_strategy.empty() &&
+      std::find(o.strategies.begin(), o.strategies.end(), o.gantt_strategy) == o.strategies.end()) {
+    throw ata::apps::UsageError("--gantt-strategy: not one of the strategies run, got '" +
+                                o.gantt_strategy + "'");
+  }
   const std::size_t change =
       o.change_round ? o.change_round : std::max<std::size_t>(1, o.rounds / 2);
   auto scenario =
@@ -254,6 +288,7 @@ int run(const Options& o) {
                        .set_take_overs(o.backups == "on")
                        .set_threshold_multiple(o.backup_threshold)
                        .set_max_copies(o.backup_copies);
+  config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
@@ -380,8 +415,22 @@ int run(const Options& o) {
     ata::apps::write_file(o.csv_path, trace_csv(runs, o.sgd));
     std::printf("wrote %s\n", o.csv_path.c_str());
   }
+  if (!o.trace_path.empty()) {
+    std::vector<ata::sim::TraceProcess> processes;
+    for (const auto& r : runs) processes.push_back({r.name, config.scenario.workers(), r.traced_rounds});
+    ata::sim::TraceSize size;
+    const std::string text = ata::sim::chrome_trace_json(processes, o.trace_unit_us, &size);
+    ata::apps::write_file(o.trace_path, text);
+    std::printf("wrote %s: %zu strategies x %zu rounds, %zu events, %zu bytes (1 model unit = %s us)\n",
+                o.trace_path.c_str(), size.processes,
+                size.processes == 0 ? std::size_t{0} : size.rounds / size.processes, size.events,
+                text.size(), ata::apps::general(o.trace_unit_us, 6).c_str());
+  }
   if (!o.plot_dir.empty()) {
-    for (const auto& file : ata::apps::plot_figures(o.plot_dir, figures(config, runs))) {
+    auto all = figures(config, runs);
+    const StrategyRun* gantt = gantt_run(o, runs);
+    if (gantt != nullptr && !gantt->traced_rounds.empty()) all.push_back(gantt_figure(config, *gantt));
+    for (const auto& file : ata::apps::plot_figures(o.plot_dir, all)) {
       std::printf("wrote %s\n", file.c_str());
     }
   }

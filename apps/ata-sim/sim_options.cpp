@@ -70,6 +70,20 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file")
       ->check(kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(kNonEmpty);
+  app.add_option("--trace", o.trace_path,
+                 "write a Chrome-trace / Perfetto JSON timeline of the first and last "
+                 "--trace-rounds rounds of each strategy to this file (docs/timelines.md)")
+      ->check(kNonEmpty);
+  app.add_option("--trace-rounds", o.trace_rounds,
+                 "rounds traced at each end of a strategy's run (the first N and the last N)")
+      ->transform(whole_number(1, kMaxSimTraceRounds));
+  app.add_option("--trace-unit-us", o.trace_unit_us,
+                 "microseconds one model time unit lasts in the trace (default 1: a unit "
+                 "shows as a microsecond)")
+      ->check(number_in(0.0, false, 1e9, true));
+  app.add_option("--gantt-strategy", o.gantt_strategy,
+                 "the strategy gantt.png draws (default: the first that is not a yardstick)")
+      ->check(kNonEmpty);
   command_line.help = parse_arguments(app, argc, argv);
   o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "frontier", "gta"});
   return command_line;

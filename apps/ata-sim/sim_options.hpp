@@ -40,6 +40,13 @@ struct SimOptions {
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
+  /// --trace: a Chrome-trace JSON timeline of the first and last trace_rounds rounds of each
+  /// strategy (docs/timelines.md), model unit = trace_unit_us microseconds.
+  std::string trace_path;
+  std::size_t trace_rounds = 20;
+  double trace_unit_us = 1.0;
+  /// --gantt-strategy: the strategy gantt.png draws (default: the first that is not a yardstick).
+  std::string gantt_strategy;
 };
 
 inline constexpr std::size_t kDefaultSimWorkers = 51;
@@ -50,6 +57,8 @@ inline constexpr std::size_t kMaxSimDim = 1'000'000;
 /// The quadratic's largest curvature is below 1, so SGD on it converges for steps below 2 and
 /// diverges above.
 inline constexpr double kMaxSimStep = 2.0;
+/// --trace-rounds keeps at most this many rounds at each end of a strategy's run.
+inline constexpr std::size_t kMaxSimTraceRounds = 10'000;
 /// Work, in task-time draws (plus SGD coordinates), above which a run is refused (hours) or
 /// warned about (tens of seconds or more).
 inline constexpr double kMaxSimDraws = 1e12;

@@ -361,7 +361,10 @@ std::vector<fs::path> plot_figures(const fs::path& folder, const std::vector<Fig
     nlohmann::json series = nlohmann::json::array();
     for (const auto& s : f.series) series.push_back({{"label", s.label}, {"x", s.x}, {"y", s.y}});
     files.push_back(folder / f.file);
+    nlohmann::json bars = nlohmann::json::array();
+    for (const auto& b : f.bars) bars.push_back({b.row, b.start, b.length, b.group});
     spec["figures"].push_back({{"file", files.back().string()},
+                               {"bars", bars},
                                {"title", f.title},
                                {"xlabel", f.xlabel},
                                {"ylabel", f.ylabel},

@@ -138,6 +138,14 @@ struct Series {
   std::vector<double> x;
   std::vector<double> y;
 };
+/// A horizontal bar of a Gantt figure: row (drawn top down), from start for length, coloured
+/// by its group ("accepted", "stopped", "restarted" have fixed colours).
+struct Bar {
+  double row = 0.0;
+  double start = 0.0;
+  double length = 0.0;
+  std::string group;
+};
 struct Figure {
   std::string file;  // name inside the plot folder
   std::string title;
@@ -146,6 +154,7 @@ struct Figure {
   bool xlog = false;
   bool ylog = false;
   std::vector<Series> series;
+  std::vector<Bar> bars = {};  ///< a Gantt figure when not empty (then usually no series)
 };
 
 /// Writes every figure as a PNG into `folder` with matplotlib, and returns the paths. The

@@ -3,7 +3,9 @@
 Usage: python3 plot.py SPEC.json   (the apps run it as python3 -c SCRIPT SPEC.json)
 SPEC: {"figures": [{"file": "out.png", "title": "...", "xlabel": "...", "ylabel": "...",
                     "xlog": false, "ylog": false,
-                    "series": [{"label": "ata", "x": [...], "y": [...]}]}]}
+                    "series": [{"label": "ata", "x": [...], "y": [...]}],
+                    "bars": [[row, start, length, "group"], ...]}]}
+A figure with bars is a Gantt chart: a row per bar row (top down), coloured by group.
 Each PNG is written to a temporary file and renamed, so a failed run leaves no half-written one.
 """
 import json
@@ -42,8 +44,30 @@ EXTRA_STYLES = [
 ]
 
 
+BAR_COLOURS = {"accepted": "tab:blue", "stopped": "tab:orange", "restarted": "tab:red"}
+
+
+def draw_bars(ax, bars):
+    groups = {}
+    for row, start, length, group in bars:
+        groups.setdefault(group, []).append((row, start, length))
+    extra = 0
+    for group, items in groups.items():
+        if group in BAR_COLOURS:
+            color = BAR_COLOURS[group]
+        else:
+            color = EXTRA_STYLES[extra % len(EXTRA_STYLES)][0]
+            extra += 1
+        ax.barh([r for r, _, _ in items], [l for _, _, l in items],
+                left=[s for _, s, _ in items], height=0.8, color=color, label=group,
+                edgecolor="white", linewidth=0.3)
+    ax.invert_yaxis()
+
+
 def draw(figure):
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    if figure.get("bars"):
+        draw_bars(ax, figure["bars"])
     extra = 0
     for series in figure["series"]:
         if series["label"] in STYLES:

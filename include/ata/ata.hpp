@@ -36,3 +36,4 @@
 #include "ata/sim/expected_round_time.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
 #include "ata/sim/simulation.hpp"
+#include "ata/sim/trace.hpp"

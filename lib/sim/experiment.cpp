@@ -143,9 +143,23 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   const std::size_t points = std::max<std::size_t>(1, std::min(config.trace_points, config.rounds));
   run.trace.reserve(points);
   std::size_t next_point = 1;  // the trace records rounds ceil(j K / points), j = 1..points
+  // Traced rounds: the first N as they come, the last N in a ring (slot k mod N).
+  const std::size_t keep = config.traced_rounds;
+  if (keep > 0) simulation.set_copy_records(true);
+  std::vector<TracedRound> last_rounds(config.rounds - std::min(keep, config.rounds) > keep ? keep : 0);
   const std::size_t progress_every = std::max<std::size_t>(1, config.rounds / 100);
   for (std::size_t k = 1; k <= config.rounds; ++k) {
     const RoundRecord r = simulation.run_round();
+    if (keep > 0) {
+      const bool first = k <= keep || last_rounds.empty();
+      if (first || k + keep > config.rounds) {
+        TracedRound& t = first ? run.traced_rounds.emplace_back() : last_rounds[k % keep];
+        t.round = k;
+        t.start = run.wall_time;
+        t.wall_time = r.wall_time;
+        t.copies.assign(simulation.last_copies().begin(), simulation.last_copies().end());
+      }
+    }
     run.wall_time += r.wall_time;
     run.worker_time += r.worker_time;
     run.regret += r.proxy_loss - r.optimal_proxy_loss;
@@ -164,6 +178,9 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
       ++next_point;
     }
     if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));
+  }
+  for (std::size_t j = 1; j <= last_rounds.size(); ++j) {  // oldest first
+    run.traced_rounds.push_back(std::move(last_rounds[(config.rounds + j) % keep]));
   }
   run.work_price = work_price;
   run.objective = run.wall_time + work_price * run.worker_time;

@@ -158,6 +158,8 @@ if "$program" --rounds 20 --strategies race:3,race:6 --backups off --plot "$work
 import json, sys
 figures = json.load(open(sys.argv[1]))["figures"]
 for f in figures:
+    if f["bars"]:  # gantt.png: the copies of one strategy
+        continue
     labels = [s["label"] for s in f["series"]]
     if f["file"].endswith("frontier.png"):  # probes (hidden from the legend), the hull, the runs
         assert "_race:1" in labels and "race:3" in labels and "frontier" in labels, labels
@@ -211,4 +213,19 @@ for case in "sqrt --workers 2000" "log --workers 1000"; do
   grep -qF '"eofta": null' "$work/big.json" || fail "JSON eofta is not null"
   grep -qF '"eofta_left_out": "EOFTA for n = ' "$work/big.json" || fail "JSON lacks the reason"
 done
+# --trace: a Chrome-trace JSON file, bounded, written whole or not at all.
+expect_error "--trace: must not be empty" --trace ""
+expect_error "--trace-rounds: must be a whole number from 1 to 10000, got '0'" --trace "$work/t.json" --trace-rounds 0
+expect_error "--trace-unit-us: must be a number in (0, 1e+09], got '0'" --trace "$work/t.json" --trace-unit-us 0
+expect_error "--gantt-strategy: not one of the strategies run, got 'nope'" --gantt-strategy nope
+printf x >"$work/a-file"
+expect_error "--trace '$work/a-file/t.json': '$work/a-file' is not a folder" --rounds 5 --trace "$work/a-file/t.json"
+[ ! -e "$work/t.json" ] || fail "a refused --trace wrote a file"
+"$program" --rounds 50 --workers 6 --trace "$work/t.json" --trace-rounds 3 >"$work/out"
+grep -qE "^wrote $work/t.json: 7 strategies x 6 rounds, [0-9]+ events, [0-9]+ bytes" "$work/out" ||
+  fail "--trace: $(grep wrote "$work/out")"
+python3 -m json.tool "$work/t.json" >/dev/null || fail "--trace: not JSON"
+[ "$(grep -o '"cat":"round"' "$work/t.json" | wc -l)" -eq 42 ] || fail "--trace: not 7 x 6 round slices (6 strategies and the frontier)"
+! ls "$work"/.t.json* 2>/dev/null || fail "--trace left a temporary file"
+
 echo "ata-sim CLI: all cases as expected"

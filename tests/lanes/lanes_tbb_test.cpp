@@ -4,6 +4,7 @@
 // lane_scenarios.hpp.
 // core_type in task_arena::constraints is a preview in oneTBB 2021 (one TU here uses TBB).
 #define TBB_PREVIEW_TASK_ARENA_CONSTRAINTS_EXTENSION 1
+#include <chrono>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -47,7 +48,9 @@ TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB insid
 }
 
 // [serial]: five TBB workers must run at once on two cores; under a parallel ctest with
-// sanitizers, other tests' threads once kept one of them from starting within 10 s.
+// sanitizers, other tests' threads once kept one of them from starting within 10 s, and under
+// ASan on a loaded machine (load average 5) one started after more than 10 s even alone. The
+// wait is a hang guard, not a time limit: 100 s, within the target's CTest timeout.
 TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
           "[lanes][tbb][serial]") {
   const std::size_t before = thread_limit();
@@ -62,7 +65,7 @@ TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
     std::atomic<int> inside = 0;
     const auto task = [&](const rt::TaskContext&) {
       inside.fetch_add(1);
-      return eventually([&] { return inside.load() == 5; });
+      return eventually([&] { return inside.load() == 5; }, std::chrono::seconds(100));
     };
     ata::UniformPolicy two(2);
     ata::UniformPolicy three(3);

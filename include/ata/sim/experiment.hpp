@@ -15,6 +15,7 @@
 #include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
 #include "ata/sim/expected_round_time.hpp"
+#include "ata/sim/trace.hpp"
 
 namespace ata::sim {
 
@@ -43,6 +44,9 @@ struct ExperimentConfig {
   /// above which EOFTA's quotas are no candidate (see estimate_eofta_cost()).
   std::size_t frontier_probe_rounds = 200;
   double frontier_eofta_sweep_terms = kNoSweepLimit;
+  /// Rounds whose every copy is kept (StrategyRun::traced_rounds): the first and the last this
+  /// many (all of them when K <= 2 x this); 0 keeps none.
+  std::size_t traced_rounds = 0;
 };
 
 /// One candidate plan of the frontier yardstick, run for FrontierChoice::probe_rounds rounds on
@@ -115,6 +119,8 @@ struct StrategyRun {
   std::optional<EoftaSolution> eofta;
   /// For "frontier": the plan it chose and the probes it chose from.
   std::optional<FrontierChoice> frontier;
+  /// The copies of the first and last config.traced_rounds rounds, in round order.
+  std::vector<TracedRound> traced_rounds;
 };
 
 /// Runs `strategy` (a make_policy() name, "eofta": EoftaPolicy on the scenario's laws, or
