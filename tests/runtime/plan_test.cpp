@@ -15,27 +15,16 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/exactly_once.hpp"
 #include "support/nap.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::check_exactly_once;
 using ata::testing::nap;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
-
-// Every index has exactly one accepted record, and values[j] is task j's value.
-template <class Values>
-void check_exactly_once(const Values& values, const rt::RoundReport& report, std::size_t batch) {
-  REQUIRE(values.size() == batch);
-  for (std::size_t j = 0; j < batch; ++j) CHECK(values[j] == j);
-  std::vector<int> accepted(batch, 0);
-  for (const rt::TaskRecord& record : report.tasks) {
-    REQUIRE(record.task < batch);
-    if (record.accepted) ++accepted[record.task];
-  }
-  CHECK(std::all_of(accepted.begin(), accepted.end(), [](int n) { return n == 1; }));
-}
 
 ata::Plan even_quotas(std::size_t workers, std::size_t each) {
   return ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>(workers, each)));

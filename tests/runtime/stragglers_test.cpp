@@ -18,10 +18,12 @@
 
 #include "ata/ata.hpp"
 #include "ata/runtime/posted_lanes.hpp"
+#include "support/exactly_once.hpp"
 #include "support/nap.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::check_exactly_once;
 using ata::testing::nap;
 using Catch::Matchers::ContainsSubstring;
 
@@ -38,20 +40,6 @@ struct Straggler {
     if (nap(ctx, std::chrono::seconds(60))) ++stopped;
   }
 };
-
-// Every index has exactly one accepted record, and results[j] is task j's value.
-template <class Values>
-void check_exactly_once(const Values& values, const rt::RoundReport& report, std::size_t batch) {
-  REQUIRE(values.size() == batch);
-  for (std::size_t j = 0; j < batch; ++j) CHECK(values[j] == j);
-  std::vector<int> accepted(batch, 0);
-  for (const rt::TaskRecord& record : report.tasks) {
-    REQUIRE(record.task < batch);
-    if (record.accepted) ++accepted[record.task];
-  }
-  CHECK(std::all_of(accepted.begin(), accepted.end(), [](int n) { return n == 1; }));
-  for (std::size_t j = 0; j < batch; ++j) CHECK(report.tasks[j].task == j);
-}
 
 // Without failures a task never has more copies than the rule allows at once: a copy ends by
 // giving the result or by being stopped after another gave it, and none starts after that.
