@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <string>
 
 // Boost 1.74's Asio uses std::exchange without including <utility> itself (g++ 12).
@@ -38,16 +39,17 @@ std::size_t batch_of(const benchmark::State& state) {
 }
 
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
+// `backups`: nullopt keeps the scheduler's default (SchedulerOptions{}).
 void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
-            ata::runtime::Backups backups = ata::runtime::Backups::off, bool task_records = true) {
+            std::optional<ata::runtime::Backups> backups = ata::runtime::Backups::off,
+            bool task_records = true) {
   const std::size_t batch = batch_of(state);
   ata::runtime::WorkerPool pool(kThreads);
   auto policy = ata::make_policy(name, kThreads);
-  ata::runtime::BatchScheduler scheduler(pool, *policy,
-                                         ata::runtime::SchedulerOptions{}
-                                             .set_time_chunks(time_chunks)
-                                             .set_backups(backups)
-                                             .set_task_records(task_records));
+  auto options =
+      ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks).set_task_records(task_records);
+  if (backups) options.set_backups(*backups);
+  ata::runtime::BatchScheduler scheduler(pool, *policy, options);
   std::atomic<std::size_t> sink = 0;
   for (auto _ : state) {
     scheduler.run(batch, [&](const ata::runtime::TaskContext& ctx) {
@@ -128,6 +130,9 @@ void Batches(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
+// The scheduler's default hedging (backup copies): what allocated_uta costs as users get it.
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta_hedged, std::string("uta"), false, std::nullopt)
+    ->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
 // What tracking costs (SchedulerOptions::set_backups; docs/stragglers.md).
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false,

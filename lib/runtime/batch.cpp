@@ -16,9 +16,9 @@ namespace {
 bool tracks(Dispatch mode) { return mode != Dispatch::greedy; }
 
 Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
-  // A tracked batch times every copy (a backup needs each one's start) and reports the
-  // accepted ones one by one: which worker gave a task's result is known only at its end.
-  if (tracked) return Timing::samples;
+  // A tracked batch times every copy (a backup needs each one's start); each lane sums the
+  // times of the copies it won as it claims them.
+  if (tracked) return timing == Timing::samples ? Timing::samples : Timing::summaries;
   return timing == Timing::chunk_means && mode != Dispatch::allocated ? Timing::summaries : timing;
 }
 
@@ -28,9 +28,8 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
              bool task_records, std::optional<Recovery> recovery)
     : mode_(plan.dispatch()),
       timing_(timing_for(mode_, timing, recovery.has_value() && tracks(mode_))),
-      keep_records_((mode_ == Dispatch::allocated &&
-                     (task_records || recovery.has_value() || timing_ == Timing::samples)) ||
-                    (recovery.has_value() && tracks(mode_))),
+      keep_records_((mode_ == Dispatch::allocated || (recovery.has_value() && tracks(mode_))) &&
+                    (task_records || timing_ == Timing::samples)),
       clock_(TaskClock::instance()),
       batch_(batch),
       round_(round),
@@ -64,7 +63,6 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     // An indexed race's pool: [sum of quotas, B).
     tracked_->pool_next = allocation_.total();
     for (std::size_t i : targets_) tracked_->lane[i].helps = true;
-    results_left_.store(batch, std::memory_order_relaxed);
   }
   if (mode_ == Dispatch::mixed && !tracked_) {
     throw Error("a batch of quotas and an indexed race runs tracked only");  // never reached
@@ -418,13 +416,13 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
 bool Batch::results_complete() const noexcept {
   switch (mode_) {
     case Dispatch::allocated:
-      if (tracked_) return results_left_.load(std::memory_order_acquire) == 0;
+      if (tracked_) return all_results_in();
       return shares_left_.load(std::memory_order_acquire) == 0;
     case Dispatch::greedy:
       return accepted_.load(std::memory_order_acquire) >= batch_;
     case Dispatch::pull:
     case Dispatch::mixed:  // tracked only
-      if (tracked_) return results_left_.load(std::memory_order_acquire) == 0;
+      if (tracked_) return all_results_in();
       break;  // tasks handed out may still run; only completion tells
   }
   return false;
@@ -439,11 +437,10 @@ bool Batch::decide(Outcome outcome, std::exception_ptr error) noexcept {
   }
   stop_.request_stop();
   if (tracked_) {
-    // Each running copy has a stop source of its own.
+    // Each running copy has a stop source of its own (a lane between copies replaces a
+    // stopped one before its next, which a decided batch does not start).
     std::lock_guard lock(tracked_->mutex);
-    for (Tracked::LaneState& lane : tracked_->lane) {
-      if (lane.running) lane.stop.request_stop();
-    }
+    for (Tracked::LaneState& lane : tracked_->lane) lane.stop.request_stop();
   }
   close();
   return true;
@@ -474,10 +471,15 @@ void Batch::close() noexcept {
 void Batch::complete() noexcept {
   if (completed_.exchange(true, std::memory_order_acq_rel)) return;  // detached, reached again
   if (tracked_) release();
+  bool succeeded = false;
   {
     std::lock_guard lock(outcome_mutex_);
     if (outcome_ == Outcome::pending) outcome_ = Outcome::succeeded;
+    succeeded = outcome_ == Outcome::succeeded;
   }
+  // Only a batch with every result in has all its lanes' sums final (a detached one may
+  // still have copies running: they lost, and add nothing).
+  if (succeeded && tracked_ && timing_ == Timing::summaries) summarise_tracked();
   on_complete();
 }
 
@@ -495,12 +497,14 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
       report.allocation = allocation_;
     } else {
       std::vector<std::size_t> accepted(workers, 0);
-      for (const TaskRecord& task : report.tasks) ++accepted[task.worker];
+      for (std::size_t i = 0; i < workers; ++i) accepted[i] = tracked_->lane[i].won;
       report.allocation = Allocation(std::move(accepted));
     }
     if (tracked_) {
-      report.tasks.insert(report.tasks.end(), tracked_->discarded.begin(),
-                          tracked_->discarded.end());
+      if (keep_records_) {
+        report.tasks.insert(report.tasks.end(), tracked_->discarded.begin(),
+                            tracked_->discarded.end());
+      }
       report.takeovers = tracked_->takeovers;
       report.backup_copies = tracked_->backup_copies;
       report.retries = tracked_->retried;

@@ -93,8 +93,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // plan (quotas and an indexed race) needs one. `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
-  // an allocated batch that needs no per-task records itself (not tracked, not
-  // Timing::samples) keeps none, and its report lists no tasks.
+  // an allocated or tracked batch that needs no per-task records itself (not Timing::samples)
+  // keeps none, and its report lists no tasks.
   Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
         bool task_records = true, std::optional<Recovery> recovery = std::nullopt);
 
@@ -163,6 +163,12 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   static constexpr std::size_t kDiscarded = std::numeric_limits<std::size_t>::max();
   // Chunk timing: tasks run per call of TaskBody::execute_range between backlog updates.
   static constexpr std::size_t kSettleEvery = 16;
+  // Tracked chunks: a lane claims at most this much expected work (or kMaxChunk tasks) at once.
+  // Backup copies and take-overs act on tasks of milliseconds; within a span this short, a
+  // task claimed early costs no one a wait worth a copy, and the mutex is taken once per span
+  // rather than twice per task.
+  static constexpr double kChunkSpan = 20e-6;
+  static constexpr std::size_t kMaxChunk = 64;
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
 
   struct RanTask {
@@ -189,13 +195,40 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
   struct Tracked;
   enum class Source : std::uint8_t { none, own, pool, retry, take_over, backup, restart };
+  // What a lane runs next: tasks [task, end) of its share, of the race or taken over from the
+  // back of another share (a chunk), or one copy of `task` (end = task + 1).
   struct Pick {
     Source source = Source::none;
     std::size_t task = 0;
+    std::size_t end = 0;
   };
   // The lane runs its share, then retries, take-overs and backup copies, until none is due.
   void run_tracked(Lane& worker);
   [[nodiscard]] Pick pick_task(std::size_t lane);
+  // How many tasks a chunk from `available` unstarted ones holds: as many as the lane's
+  // learned mean expects within kChunkSpan, at least one (one when the mean is unknown).
+  [[nodiscard]] std::size_t chunk_length(std::size_t lane, std::size_t available) const noexcept;
+  // Runs the chunk `pick` without the mutex (`lock`, held on entry and on return, is released
+  // meanwhile), taking it only for copies that did not simply win. Returns whether the lane
+  // is done with the batch.
+  bool run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pick& pick);
+  // With the mutex held, after a copy of `task` ended on `lane`: records that it lost, was
+  // restarted, failed (queuing a retry) or won. Returns whether the lane is done with the
+  // batch. `in_chunk`: the copy came from a chunk.
+  bool end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::size_t task,
+                std::chrono::nanoseconds duration, std::exception_ptr error, bool in_chunk);
+  // A copy of `task` that claimed its result on `lane`: its record, the result, the lane's
+  // summary. Without the mutex (the claim makes the task the lane's alone).
+  void record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration);
+  // Requests stop of every copy of `task` running on a lane other than `winner`.
+  void stop_other_copies(std::size_t task, std::size_t winner) noexcept;
+  // Whether every index has its result (tracked): the lanes' claims add up to B. Any thread;
+  // a lane that has just claimed passes its index as `claimer` (kNoLane otherwise).
+  static constexpr std::size_t kNoLane = std::numeric_limits<std::size_t>::max();
+  [[nodiscard]] bool all_results_in(std::size_t claimer = kNoLane) const noexcept;
+  // At completion, once every index has its result: each lane's summary of its accepted
+  // copies (Timing::summaries), from the sums it kept as it claimed them.
+  void summarise_tracked() noexcept;
   // The rule's view of the batch now; `helper`: the one lane available, or all idle ones.
   void describe(std::size_t helper) noexcept;
   // Lane `lane`'s learned mean: the policy's when allocated, with this batch's finished
@@ -254,7 +287,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   const Dispatch mode_;
   const Timing timing_;
-  const bool keep_records_;  // allocated mode: records_ has B entries
+  const bool keep_records_;  // allocated or tracked: records_ has B entries
   const TaskClock& clock_;
   const std::size_t batch_;
   const std::size_t round_;
@@ -276,42 +309,60 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::atomic<std::uint64_t> state_{0};       // kClosed | workers inside
   std::atomic<bool> completed_{false};        // complete() ran (tracked: it may be reached twice)
   std::unique_ptr<Tracked> tracked_;          // tracked mode only
-  std::atomic<std::size_t> results_left_{0};  // tracked: task indices without a result
 
   mutable std::mutex outcome_mutex_;
   Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_
   std::exception_ptr error_;            // guarded by outcome_mutex_
 };
 
-// The state of a tracked batch: which copy of which task runs where. Guarded by `mutex`,
-// taken once per task a lane starts and once per task it ends.
+// The state of a tracked batch: which copy of which task runs where. Guarded by `mutex`
+// unless said otherwise. A lane takes the mutex once per *chunk* of its share (or of the
+// race's indices), runs the chunk's tasks without it, and takes it again only for what is
+// rare: a copy that lost, threw, was stopped to restart, or has backup copies to stop.
 struct Batch::Tracked {
-  struct LaneState {
+  static constexpr std::size_t kIdle = std::numeric_limits<std::size_t>::max();
+  // Per task, in `claims`: its result is claimed; a backup copy of it was started.
+  static constexpr std::uint8_t kDone = 1;
+  static constexpr std::uint8_t kCopied = 2;
+
+  // One cache line (or more) each: a lane publishes its running copy per task.
+  struct alignas(64) LaneState {
+    // Written by the lane only, read by the others (the rule's view, stop requests).
+    std::atomic<std::size_t> current{kIdle};       // the task it runs a copy of now
+    std::atomic<TaskClock::Ticks> current_start{0};  // since when
+    std::atomic<bool> current_in_chunk{false};     // that copy came from a chunk (not counted
+                                                   // in TaskState::copies)
+    std::atomic<std::size_t> wins{0};              // results it claimed (all_results_in())
+    // The lane's own, unsynchronised: the accepted copies' times, for its summary.
+    std::size_t won = 0;
+    std::int64_t won_shift = -1;  // the first accepted duration (ns): shifted sums are exact
+    double won_sum = 0.0;         // of (duration - shift) in ns
+    double won_squares = 0.0;
+    // Under the mutex.
     std::size_t front = 0;  // its share's unstarted tasks are [front, back): it takes the
     std::size_t back = 0;   // front, a lane taking one over takes the back
     bool entered = false;   // it has reached the batch: its queue entry is free again
     bool inside = false;    // in run_tracked()
     bool summoned = false;  // queued again to help, not yet running
-    bool running = false;   // it runs a copy of `task`, since `start`
-    std::size_t task = 0;
-    TaskClock::Ticks start = 0;
+    bool in_chunk = false;  // it runs a chunk: between two of its tasks it counts as running
     std::stop_source stop{std::nostopstate};  // the running copy's; replaced once requested
-    // This batch's accepted copies on the lane so far: the rule's means learn from them at
-    // once, as the simulator's policy does, rather than after the batch.
-    double finished_seconds = 0.0;
+    // This batch's accepted copies on the lane so far, added once per chunk: the rule's means
+    // learn from them during the batch, as the simulator's policy does.
+    std::int64_t finished_ns = 0;
     std::size_t finished = 0;
     double stuck_after = 0.0;  // seconds the running copy may run before the lane is stuck
     bool helps = false;        // it has a role (a quota or a race): it may help once free
     bool races = false;        // it claims the race's indices once its share is done
     bool restarting = false;   // the running copy was stopped at its restart budget
-    bool restart = false;      // the lane starts `task` afresh before anything else
+    bool restart = false;      // the lane starts `restart_task` afresh before anything else
+    std::size_t restart_task = 0;
   };
   struct TaskState {
-    std::size_t copies = 0;     // running now
-    std::size_t failures = 0;   // attempts that threw
-    std::size_t failed_on = 0;  // the lane of the last failure
-    bool done = false;          // its result is claimed
-    bool failing = false;       // a copy threw while another ran: no new backup copy of it
+    std::uint32_t copies = 0;     // copies running now that came from no chunk
+    std::uint32_t in_chunks = 0;  // describe()'s scratch: copies from a chunk running now
+    std::uint32_t failures = 0;   // attempts that threw
+    std::uint32_t failed_on = 0;  // the lane of the last failure
+    bool failing = false;         // a copy threw while another ran: no new backup copy of it
   };
 
   Tracked(Recovery recovery_in, std::size_t lanes, std::size_t tasks)
@@ -319,18 +370,27 @@ struct Batch::Tracked {
         rule(recovery.backups),
         lane(lanes),
         task(tasks),
-        view(lanes) {}
+        claims(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
+        view(lanes),
+        view_task(lanes, kIdle) {}
+
+  [[nodiscard]] bool done(std::size_t index) const noexcept {
+    return (claims[index].load(std::memory_order_acquire) & kDone) != 0;
+  }
 
   const Recovery recovery;
   const BackupRule rule;
   std::mutex mutex;
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
+  // Per task, kDone | kCopied, without the mutex: the first copy to end claims the result.
+  std::unique_ptr<std::atomic<std::uint8_t>[]> claims;
   std::vector<BackupWorker> view;     // scratch for the rule
-  std::size_t pool_next = 0;          // an indexed race: its next unstarted index (B: none)
-  std::vector<std::size_t> retry;     // tasks waiting for another attempt
-  std::vector<TaskRecord> discarded;  // copies that lost, failed attempts
-  std::vector<Censored> censored;     // the stopped copies' times
+  std::vector<std::size_t> view_task;  // the task each view entry's copy runs
+  std::size_t pool_next = 0;           // an indexed race: its next unstarted index (B: none)
+  std::vector<std::size_t> retry;      // tasks waiting for another attempt
+  std::vector<TaskRecord> discarded;   // copies that lost, failed attempts
+  std::vector<Censored> censored;      // the stopped copies' times
   std::size_t takeovers = 0;
   std::size_t backup_copies = 0;
   std::size_t retried = 0;

@@ -2,18 +2,26 @@
 // simulator's rule; retries of failing tasks; restart budgets; quarantine marks for stuck
 // lanes.
 //
-// A lane runs its share from the front; once the share is done and the batch still waits, it
-// asks the rule (as the one available worker) for a take-over (the back of another share) or
-// a backup copy of an overdue running one, and runs it; when there is nothing to do it leaves.
-// A timer armed for the moment the next running copy becomes overdue for an idle lane sends
-// that lane back (the batch is queued on it again: its queue entry is free once it ran). The
-// first copy of a task to end without an exception claims the task's result under the mutex
-// (exactly one per index) and requests stop of the others; a copy ending after the claim is
-// discarded, its time counted as worker time and reported as censored. A failing attempt is
-// queued for a retry on another lane while attempts remain, else it fails the batch. With
-// restart budgets (Recovery::restart_after), the same timer stops a copy that has run its
-// lane's budget; when it returns (whatever with) it is discarded and censored, and its lane
-// starts the task afresh before anything else, unless another copy gave the result meanwhile.
+// A lane runs its share from the front, a chunk at a time (as many tasks as its learned mean
+// fits in kChunkSpan, one while unknown); once the share is done and the batch still waits,
+// it asks the rule (as the one available worker) for a take-over (the back of another share)
+// or a backup copy of an overdue running one, and runs it; when there is nothing to do it
+// leaves. A timer armed for the moment the next running copy becomes overdue for an idle lane
+// sends that lane back (the batch is queued on it again: its queue entry is free once it ran).
+//
+// The mutex is taken once per chunk, not per task. Within a chunk a lane publishes the copy it
+// runs (its task and start, atomics the rule's view reads) and claims each result with one
+// atomic fetch_or on the task's claim byte: the first copy to end without an exception claims
+// it (exactly one per index). A backup copy marks the byte first (kCopied), so that a chunk's
+// winner knows to take the mutex and stop it; a copy that lost, threw or was stopped to
+// restart takes the mutex too. A copy ending after the claim is discarded, its time counted as
+// worker time and reported as censored. A failing attempt is queued for a retry on another
+// lane while attempts remain, else it fails the batch. With restart budgets
+// (Recovery::restart_after), chunks hold one task and every copy starts and ends under the
+// mutex: the same timer stops a copy that has run its lane's budget; when it returns
+// (whatever with) it is discarded and censored, and its lane starts the task afresh before
+// anything else, unless another copy gave the result meanwhile. The batch is complete when
+// the lanes' claim counts add up to B (all_results_in()).
 
 #include <algorithm>
 #include <chrono>
@@ -34,6 +42,19 @@ const std::vector<Censored>& Batch::censored() const noexcept {
   return tracked_ ? tracked_->censored : none;
 }
 
+bool Batch::all_results_in(std::size_t claimer) const noexcept {
+  // Each lane publishes its count after the effects of its claims (release). A claimer about
+  // to check re-publishes its own with a seq_cst read-modify-write, and reads the others'
+  // seq_cst: of lanes checking at once after their last claims, the one whose write comes
+  // last sees every count.
+  if (claimer != kNoLane) tracked_->lane[claimer].wins.fetch_add(0, std::memory_order_seq_cst);
+  std::size_t wins = 0;
+  for (const Tracked::LaneState& lane : tracked_->lane) {
+    wins += lane.wins.load(std::memory_order_seq_cst);
+  }
+  return wins >= batch_;
+}
+
 void Batch::run_tracked(Lane& worker) {
   const std::size_t i = worker.index();
   Tracked& t = *tracked_;
@@ -46,104 +67,17 @@ void Batch::run_tracked(Lane& worker) {
   try {
     while (!t.released && !stop_.stop_requested()) {
       const Pick pick = pick_task(i);
-      if (pick.source == Source::none) break;
-      const std::size_t task = pick.task;
-      // A stopped copy's source stays stopped: the next copy gets a fresh one.
-      if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
-      ++t.task[task].copies;
-      me.running = true;
-      me.restarting = false;
-      me.task = task;
-      me.start = clock_.now();
-      const auto started = Lane::Clock::now();
-      const double mean = mean_of(i);
-      me.stuck_after =
-          mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
-      // Saturated: a stuck_after of +inf (or one too long for the clock) is never reached.
-      worker.mark_task(started, mean > 0.0 ? saturating_after(started, me.stuck_after)
-                                           : Lane::Clock::time_point::max());
-      arm_timer();
-      const TaskContext ctx(task, i, me.stop.get_token());
-      const TaskClock::Ticks start = me.start;
-      lock.unlock();
-
-      std::exception_ptr error;
-      try {
-        worker.run_slowed(body_, ctx, round_);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      const auto duration = elapsed(start, clock_.now());
-      worker.clear_task();
-      if (pick.source == Source::own) {
-        worker.settle_backlog(1);
-        ++logs_[i].settled;
-      }
-
-      lock.lock();
-      me.running = false;
-      Tracked::TaskState& state = t.task[task];
-      --state.copies;
-      if (t.released) break;  // the caller has its results: nothing more is recorded
-      logs_[i].busy += duration;
-      if (state.done) {
-        // Lost to another copy (stopped, or ended second): discarded, a censored time.
-        t.discarded.push_back({task, i, duration, false});
-        t.censored.push_back({i, std::chrono::duration<double>(duration).count()});
-        continue;
-      }
-      if (me.restarting) {
-        // Stopped at its restart budget: whatever it ended with (its result, or the exception
-        // that honoured the stop) is discarded, its time censored, and the task starts afresh.
-        t.discarded.push_back({task, i, duration, false});
-        t.censored.push_back({i, std::chrono::duration<double>(duration).count()});
-        ++t.restarts;
-        me.restart = true;
-        continue;
-      }
-      if (error) {
-        if (stop_.stop_requested()) break;
-        t.discarded.push_back({task, i, duration, false});
-        if (state.copies > 0) {
-          state.failing = true;  // the copy still running gives the result or the error
-          continue;
+      if (pick.source == Source::none) {
+        // Out of work. The lane whose claim was the last one closes the batch here (a claim
+        // from a chunk does not check: only its lane's last one can be the batch's last).
+        if (all_results_in(i)) {
+          lock.unlock();
+          close();
+          lock.lock();
         }
-        if (state.failures < t.recovery.retries) {
-          ++state.failures;
-          state.failed_on = i;
-          t.retry.push_back(task);
-          ++t.retried;
-          const std::size_t helper = retry_lane(i);
-          if (helper != kNoLane) {
-            t.lane[helper].summoned = true;
-            lock.unlock();
-            summon(helper);
-            lock.lock();
-          }
-          continue;
-        }
-        lock.unlock();
-        decide(Outcome::failed, std::move(error));
-        lock.lock();
         break;
       }
-      // The first copy to end claims the result; the others are stopped.
-      state.done = true;
-      me.finished_seconds += std::chrono::duration<double>(duration).count();
-      ++me.finished;
-      TaskRecord& record = records_[task];
-      record.task = task;
-      record.worker = i;
-      record.duration = duration;
-      for (Tracked::LaneState& other : t.lane) {
-        if (other.running && other.task == task) other.stop.request_stop();
-      }
-      lock.unlock();
-      body_.accept(i, task);
-      const bool last = results_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
-      if (last) close();  // nothing more is wanted; copies still running are surplus
-      lock.lock();
-      if (last) break;
+      if (run_chunk(worker, lock, pick)) break;
     }
   } catch (...) {
     failure = std::current_exception();
@@ -165,13 +99,244 @@ void Batch::run_tracked(Lane& worker) {
   }
 }
 
+std::size_t Batch::chunk_length(std::size_t lane, std::size_t available) const noexcept {
+  // A restart budget is armed as each copy starts, under the mutex.
+  if (!tracked_->recovery.restart_after.empty()) return 1;
+  const double mean = mean_of(lane);
+  if (!(mean > 0.0)) return 1;
+  const double fit = kChunkSpan / mean;
+  const std::size_t length =
+      fit >= static_cast<double>(kMaxChunk) ? kMaxChunk
+                                            : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
+  return std::min(length, available);
+}
+
+bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pick& pick) {
+  const std::size_t i = worker.index();
+  Tracked& t = *tracked_;
+  Tracked::LaneState& me = t.lane[i];
+  const bool chunk = pick.source == Source::own || pick.source == Source::pool ||
+                     pick.source == Source::take_over;
+  // A stopped copy's source stays stopped: the next copy gets a fresh one.
+  if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
+  if (!chunk) ++t.task[pick.task].copies;
+  me.restarting = false;
+  me.in_chunk = chunk;
+  const double mean = mean_of(i);
+  me.stuck_after =
+      mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
+  // The stuck marks are wall-clock moments: each task's start is the chunk's start on the
+  // wall clock plus the task clock's ticks since, one clock read per task.
+  TaskClock::Ticks since = clock_.now();
+  const TaskClock::Ticks chunk_ticks = since;
+  const auto chunk_wall = Lane::Clock::now();
+  const auto mark = [&](TaskClock::Ticks start) {
+    const auto started = chunk_wall + std::chrono::duration_cast<Lane::Clock::duration>(
+                                          elapsed(chunk_ticks, start));
+    // Saturated: a stuck_after of +inf (or one too long for the clock) is never reached.
+    worker.mark_task(started, mean > 0.0 ? saturating_after(started, me.stuck_after)
+                                         : Lane::Clock::time_point::max());
+  };
+  me.current_start.store(since, std::memory_order_relaxed);
+  me.current.store(pick.task, std::memory_order_release);
+  mark(since);
+  arm_timer();
+  TaskContext ctx(pick.task, i, me.stop.get_token());
+  // Without restart budgets, a chunk's copy that wins, the usual case, needs no mutex.
+  const bool end_unlocked = chunk && t.recovery.restart_after.empty();
+  std::size_t own_ran = 0;
+  std::int64_t won_ns = 0;
+  std::size_t won = 0;
+  bool lane_done = false;
+  lock.unlock();
+  try {
+    for (std::size_t task = pick.task; task < pick.end; ++task) {
+      if (task != pick.task) {
+        // Only a decided batch requests stop, and its results are not wanted any more.
+        if (stop_.stop_requested()) break;
+        me.current_start.store(since, std::memory_order_relaxed);
+        me.current.store(task, std::memory_order_release);
+        mark(since);
+      }
+      ctx.task_ = task;
+      std::exception_ptr error;
+      try {
+        worker.run_slowed(body_, ctx, round_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      const TaskClock::Ticks end = clock_.now();
+      const auto duration = elapsed(since, end);
+      since = end;
+      me.current.store(Tracked::kIdle, std::memory_order_release);
+      if (pick.source == Source::own) ++own_ran;
+      if (end_unlocked && !error) {
+        const std::uint8_t before = t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel);
+        if ((before & Tracked::kDone) == 0) {
+          record_win(i, task, duration);
+          won_ns += duration.count();
+          ++won;
+          if ((before & Tracked::kCopied) != 0) {
+            lock.lock();
+            stop_other_copies(task, i);
+            lock.unlock();
+          }
+          continue;
+        }
+      }
+      lock.lock();
+      lane_done = end_copy(lock, i, task, duration, std::move(error), chunk);
+      if (lane_done) break;
+      // This copy's source may have been stopped (it lost): the chunk's next task needs a
+      // fresh one.
+      if (me.stop.stop_requested()) {
+        me.stop = std::stop_source();
+        ctx.stop_ = me.stop.get_token();
+      }
+      lock.unlock();
+    }
+  } catch (...) {
+    if (!lock.owns_lock()) lock.lock();
+    me.current.store(Tracked::kIdle, std::memory_order_release);
+    me.in_chunk = false;
+    worker.clear_task();
+    throw;
+  }
+  if (!lock.owns_lock()) lock.lock();
+  worker.clear_task();
+  me.in_chunk = false;
+  me.finished_ns += won_ns;
+  me.finished += won;
+  if (own_ran > 0) {
+    worker.settle_backlog(own_ran);
+    logs_[i].settled += own_ran;
+  }
+  return lane_done;
+}
+
+bool Batch::end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::size_t task,
+                     std::chrono::nanoseconds duration, std::exception_ptr error, bool in_chunk) {
+  Tracked& t = *tracked_;
+  Tracked::LaneState& me = t.lane[lane];
+  Tracked::TaskState& state = t.task[task];
+  if (!in_chunk) --state.copies;
+  if (t.released) return true;  // the caller has its results: nothing more is recorded
+  const auto discard = [&] {
+    logs_[lane].busy += duration;
+    t.discarded.push_back({task, lane, duration, false});
+    t.censored.push_back({lane, std::chrono::duration<double>(duration).count()});
+  };
+  if (t.done(task)) {
+    discard();  // lost to another copy (stopped, or ended second): a censored time
+    return false;
+  }
+  if (me.restarting) {
+    // Stopped at its restart budget: whatever it ended with (its result, or the exception
+    // that honoured the stop) is discarded, its time censored, and the task starts afresh.
+    discard();
+    ++t.restarts;
+    me.restart = true;
+    me.restart_task = task;
+    return false;
+  }
+  if (error) {
+    if (stop_.stop_requested()) return true;
+    logs_[lane].busy += duration;
+    t.discarded.push_back({task, lane, duration, false});
+    const bool other_copy_runs =
+        state.copies > 0 ||
+        std::any_of(t.lane.begin(), t.lane.end(), [&](const Tracked::LaneState& other) {
+          return other.in_chunk && other.current.load(std::memory_order_acquire) == task;
+        });
+    if (other_copy_runs) {
+      state.failing = true;  // the copy still running gives the result or the error
+      return false;
+    }
+    if (state.failures < t.recovery.retries) {
+      ++state.failures;
+      state.failed_on = static_cast<std::uint32_t>(lane);
+      t.retry.push_back(task);
+      ++t.retried;
+      const std::size_t helper = retry_lane(lane);
+      if (helper != kNoLane) {
+        t.lane[helper].summoned = true;
+        lock.unlock();
+        summon(helper);
+        lock.lock();
+      }
+      return false;
+    }
+    lock.unlock();
+    decide(Outcome::failed, std::move(error));
+    lock.lock();
+    return true;
+  }
+  // The first copy to end claims the result (a chunk's copy may claim without the mutex);
+  // the others are stopped.
+  if ((t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel) & Tracked::kDone) != 0) {
+    discard();
+    return false;
+  }
+  me.finished_ns += duration.count();
+  ++me.finished;
+  stop_other_copies(task, lane);
+  lock.unlock();
+  record_win(lane, task, duration);
+  const bool last = all_results_in(lane);
+  if (last) close();  // nothing more is wanted; copies still running are surplus
+  lock.lock();
+  return last;
+}
+
+void Batch::record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration) {
+  Tracked::LaneState& me = tracked_->lane[lane];
+  if (keep_records_) {
+    // Field by field: a whole TaskRecord built on the stack and copied stalls the store buffer.
+    TaskRecord& record = records_[task];
+    record.task = task;
+    record.worker = lane;
+    record.duration = duration;
+  }
+  logs_[lane].busy += duration;
+  if (me.won_shift < 0) me.won_shift = duration.count();
+  const auto shifted = static_cast<double>(duration.count() - me.won_shift);
+  me.won_sum += shifted;
+  me.won_squares += shifted * shifted;
+  ++me.won;
+  body_.accept(lane, task);
+  // Single writer: a load and a store, no read-modify-write.
+  me.wins.store(me.wins.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void Batch::stop_other_copies(std::size_t task, std::size_t winner) noexcept {
+  Tracked& t = *tracked_;
+  for (std::size_t j = 0; j < t.lane.size(); ++j) {
+    if (j != winner && t.lane[j].current.load(std::memory_order_acquire) == task) {
+      t.lane[j].stop.request_stop();
+    }
+  }
+}
+
+void Batch::summarise_tracked() noexcept {
+  constexpr double kSeconds = 1e-9;
+  for (std::size_t i = 0; i < logs_.size(); ++i) {
+    const Tracked::LaneState& lane = tracked_->lane[i];
+    if (lane.won == 0) continue;
+    const double n = static_cast<double>(lane.won);
+    const double mean = static_cast<double>(lane.won_shift) + lane.won_sum / n;
+    const double m2 = std::max(0.0, lane.won_squares - lane.won_sum * lane.won_sum / n);
+    logs_[i].summary = WorkerStats::from_moments(lane.won, mean * kSeconds, m2 * kSeconds * kSeconds);
+  }
+}
+
 Batch::Pick Batch::pick_task(std::size_t lane) {
   Tracked& t = *tracked_;
   Tracked::LaneState& me = t.lane[lane];
+  const auto one = [](Source source, std::size_t task) { return Pick{source, task, task + 1}; };
   // 0. The task whose copy it stopped at its restart budget, unless another copy gave it.
   if (me.restart) {
     me.restart = false;
-    if (!t.task[me.task].done) return {Source::restart, me.task};
+    if (!t.done(me.restart_task)) return one(Source::restart, me.restart_task);
   }
   // 1. A retry this lane did not fail itself (with one lane, there is no other).
   for (auto it = t.retry.begin(); it != t.retry.end(); ++it) {
@@ -179,24 +344,47 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
       const std::size_t task = *it;
       t.retry.erase(it);
       t.task[task].failing = false;  // a fresh attempt, which may earn a backup again
-      return {Source::retry, task};
+      return one(Source::retry, task);
     }
   }
-  // 2. Its own share, from the front.
-  if (me.front < me.back) return {Source::own, me.front++};
-  // 2b. A racer: the race's next unstarted index.
-  if (me.races && t.pool_next < batch_) return {Source::pool, t.pool_next++};
+  // 2. Its own share, from the front, a chunk at a time.
+  if (me.front < me.back) {
+    const std::size_t first = me.front;
+    me.front += chunk_length(lane, me.back - me.front);
+    return {Source::own, first, me.front};
+  }
+  // 2b. A racer: the race's next unstarted indices.
+  if (me.races && t.pool_next < batch_) {
+    const std::size_t first = t.pool_next;
+    t.pool_next += chunk_length(lane, batch_ - t.pool_next);
+    return {Source::pool, first, t.pool_next};
+  }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled) return {};
   describe(lane);
   const BackupAction action = t.rule.next(t.view);
   switch (action.kind) {
-    case BackupAction::Kind::take_over:
-      ++t.takeovers;
-      return {Source::take_over, --t.lane[action.from].back};
-    case BackupAction::Kind::backup:
+    case BackupAction::Kind::take_over: {
+      // A chunk from the back, at most half of what is left there: tasks of microseconds
+      // move several at a time, longer ones one by one, as in the simulator.
+      Tracked::LaneState& from = t.lane[action.from];
+      const std::size_t length =
+          chunk_length(lane, std::max<std::size_t>(1, (from.back - from.front) / 2));
+      from.back -= length;
+      t.takeovers += length;
+      return {Source::take_over, from.back, from.back + length};
+    }
+    case BackupAction::Kind::backup: {
+      // The copy the rule saw; if its task has ended since, there is nothing to copy.
+      const std::size_t task = t.view_task[action.from];
+      if (task == Tracked::kIdle ||
+          (t.claims[task].fetch_or(Tracked::kCopied, std::memory_order_acq_rel) &
+           Tracked::kDone) != 0) {
+        return {};
+      }
       ++t.backup_copies;
-      return {Source::backup, t.lane[action.from].task};
+      return one(Source::backup, task);
+    }
     case BackupAction::Kind::none:
       break;
   }
@@ -207,22 +395,43 @@ void Batch::describe(std::size_t helper) noexcept {
   Tracked& t = *tracked_;
   const TaskClock::Ticks now = clock_.now();
   const auto wall_now = Lane::Clock::now();
+  // The copy each lane runs, read once; copies from chunks are not in TaskState::copies, so
+  // they are counted here.
+  for (std::size_t j = 0; j < t.lane.size(); ++j) {
+    const std::size_t task = t.lane[j].current.load(std::memory_order_acquire);
+    t.view_task[j] = task;
+    if (task != Tracked::kIdle && t.lane[j].in_chunk) ++t.task[task].in_chunks;
+  }
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
     BackupWorker& view = t.view[j];
+    const std::size_t task = t.view_task[j];
     view.mean = mean_of(j);
     view.unstarted = lane.back - lane.front;
-    // A copy whose task has its result, or stopped to restart, is about to end: not worth a
-    // backup.
-    const bool running = lane.running && !t.task[lane.task].done && !lane.restarting;
-    view.running = running;
-    view.elapsed = running ? std::chrono::duration<double>(elapsed(lane.start, now)).count() : 0.0;
-    const Tracked::TaskState& state = t.task[lane.task];
-    view.copies = !running ? 0 : state.failing ? t.rule.options().max_copies : state.copies;
+    if (task == Tracked::kIdle) {
+      // Between two tasks of a chunk a lane counts as running one that has just started, so
+      // that the timer is armed for it.
+      view.running = lane.in_chunk;
+      view.elapsed = 0.0;
+      view.copies = 1;
+    } else {
+      // A copy whose task has its result, or stopped to restart, is about to end: not worth
+      // a backup. The start read after the task may be a later copy's: a shorter elapsed time.
+      const Tracked::TaskState& state = t.task[task];
+      view.running = !t.done(task) && !lane.restarting;
+      const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
+      view.elapsed = view.running ? std::chrono::duration<double>(elapsed(start, now)).count() : 0.0;
+      view.copies = !view.running ? 0
+                    : state.failing ? t.rule.options().max_copies
+                                    : state.copies + state.in_chunks;
+    }
     view.available = helper == kNoLane
                          ? lane.helps && lane.entered && !lane.inside && !lane.summoned
                          : j == helper;
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
+  }
+  for (const std::size_t task : t.view_task) {
+    if (task != Tracked::kIdle) t.task[task].in_chunks = 0;
   }
 }
 
@@ -231,7 +440,7 @@ double Batch::mean_of(std::size_t lane) const noexcept {
   const std::size_t count = t.recovery.counts[lane] + t.lane[lane].finished;
   if (count == 0) return 0.0;
   const double sum = t.recovery.means[lane] * static_cast<double>(t.recovery.counts[lane]) +
-                     t.lane[lane].finished_seconds;
+                     static_cast<double>(t.lane[lane].finished_ns) * 1e-9;
   return sum / static_cast<double>(count);
 }
 
@@ -257,8 +466,11 @@ void Batch::arm_timer() noexcept {
     const TaskClock::Ticks now = clock_.now();
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
       const Tracked::LaneState& lane = t.lane[j];
-      if (!lane.running || t.view[j].unstarted == 0 || t.view[j].stalled) continue;
-      const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+      if (t.view_task[j] == Tracked::kIdle || t.view[j].unstarted == 0 || t.view[j].stalled) {
+        continue;
+      }
+      const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
+      const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
       wait = std::min(wait, std::max(lane.stuck_after - ran, 0.0) + kMargin);
     }
   }
@@ -305,12 +517,14 @@ double Batch::time_to_next_restart() const noexcept {
   const TaskClock::Ticks now = clock_.now();
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
+    const std::size_t task = lane.current.load(std::memory_order_acquire);
     const double budget = t.recovery.restart_after[j];
-    if (!lane.running || lane.restarting || t.task[lane.task].done ||
+    if (task == Tracked::kIdle || lane.restarting || t.done(task) ||
         !(budget < std::numeric_limits<double>::infinity())) {
       continue;
     }
-    const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+    const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
+    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
     wait = std::min(wait, std::max(budget - ran, 0.0));
   }
   return wait;
@@ -322,8 +536,11 @@ void Batch::request_restarts() noexcept {
   const TaskClock::Ticks now = clock_.now();
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     Tracked::LaneState& lane = t.lane[j];
-    if (!lane.running || lane.restarting || t.task[lane.task].done) continue;
-    const double ran = std::chrono::duration<double>(elapsed(lane.start, now)).count();
+    // With restart budgets every copy starts and ends under the mutex: `current` is stable.
+    const std::size_t task = lane.current.load(std::memory_order_acquire);
+    if (task == Tracked::kIdle || lane.restarting || t.done(task)) continue;
+    const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
+    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
     if (ran < t.recovery.restart_after[j]) continue;
     lane.restarting = true;
     lane.stop.request_stop();
@@ -388,11 +605,14 @@ void Batch::release() noexcept {
   const TaskClock::Ticks now = clock_.now();
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
-    if (!lane.running) continue;
-    const auto ran = elapsed(lane.start, now);
+    // Every index has its result: a copy still running lost, and its lane records nothing more
+    // once it sees `released`.
+    const std::size_t task = lane.current.load(std::memory_order_acquire);
+    if (task == Tracked::kIdle) continue;
+    const auto ran = elapsed(lane.current_start.load(std::memory_order_relaxed), now);
     logs_[j].busy += ran;
     try {
-      t.discarded.push_back({lane.task, j, ran, false});
+      t.discarded.push_back({task, j, ran, false});
       t.censored.push_back({j, std::chrono::duration<double>(ran).count()});
     } catch (...) {
       // Out of memory: the report lacks this copy; its time is in busy.

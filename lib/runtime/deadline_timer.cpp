@@ -15,9 +15,14 @@ DeadlineTimer::Id DeadlineTimer::schedule(Clock::time_point when, std::function<
     thread_ = std::jthread([this](const std::stop_token& stop) { serve(stop); });
   }
   const Id id = next_id_++;
-  const bool earliest = entries_.empty() || when < entries_.begin()->first;
   entries_.emplace(when, std::make_pair(id, std::move(on_expiry)));
-  if (earliest) changed_.notify_one();
+  // The thread wakes at wake_at_ whatever was cancelled since: only an earlier entry needs it
+  // sooner. Batches that arm a timer and complete first thus wake it once per interval, not
+  // once each.
+  if (when < wake_at_) {
+    wake_at_ = when;
+    changed_.notify_one();
+  }
   return id;
 }
 
@@ -36,14 +41,18 @@ void DeadlineTimer::serve(const std::stop_token& stop) {
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
     if (entries_.empty()) {
-      changed_.wait(lock, stop, [&] { return !entries_.empty(); });
+      // Until a schedule() sets wake_at_, even if its entry is cancelled before this thread
+      // looks: the loop then sets wake_at_ again from what is there.
+      wake_at_ = Clock::time_point::max();
+      changed_.wait(lock, stop, [&] { return wake_at_ != Clock::time_point::max(); });
       continue;
     }
     const auto first = entries_.begin()->first;
     if (Clock::now() < first) {
-      // Wakes early when an earlier entry arrives or the front one is cancelled.
-      changed_.wait_until(lock, stop, first,
-                          [&] { return entries_.empty() || entries_.begin()->first != first; });
+      // Sleeps until the front entry's time even if it is cancelled meanwhile; wakes early
+      // when an earlier entry arrives.
+      wake_at_ = first;
+      changed_.wait_until(lock, stop, first, [&] { return wake_at_ < first; });
       continue;
     }
     auto expired = std::move(entries_.begin()->second.second);

@@ -38,6 +38,8 @@ class DeadlineTimer {
   std::condition_variable_any changed_;
   std::multimap<Clock::time_point, std::pair<Id, std::function<void()>>> entries_;  // mutex_
   Id next_id_ = 0;                                                                  // mutex_
+  // When the thread wakes next (max: only when notified). mutex_
+  Clock::time_point wake_at_ = Clock::time_point::max();
   std::jthread thread_;  // started by the first schedule(), under mutex_
 };
 

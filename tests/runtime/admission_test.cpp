@@ -103,3 +103,27 @@ TEST_CASE("a timer destroyed with pending deadlines fires none of them", "[runti
   }
   CHECK(fired.load() == 0);
 }
+
+TEST_CASE("a deadline scheduled after an earlier one was cancelled unseen still fires",
+          "[runtime][deadline]") {
+  DeadlineTimer timer;
+  std::atomic<int> fired{0};
+  const auto wait_for = [&](int count, DeadlineTimer::Clock::duration bound) {
+    const auto give_up = DeadlineTimer::Clock::now() + bound;
+    while (fired.load() < count && DeadlineTimer::Clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    return fired.load();
+  };
+  // The thread starts, fires this one and waits with nothing left.
+  timer.schedule(DeadlineTimer::Clock::now(), [&] { fired.fetch_add(1); });
+  REQUIRE(wait_for(1, 10s) == 1);
+  for (int round = 1; round <= 3; ++round) {
+    // The thread is woken for an entry that is gone by the time it looks...
+    CHECK(timer.cancel(timer.schedule(DeadlineTimer::Clock::now() + 5ms, [&] { fired += 100; })));
+    std::this_thread::sleep_for(2ms);
+    // ...and must still wake for a later one (it once slept on, for ever).
+    timer.schedule(DeadlineTimer::Clock::now() + 10ms, [&] { fired.fetch_add(1); });
+    CHECK(wait_for(1 + round, 10s) == 1 + round);
+  }
+}

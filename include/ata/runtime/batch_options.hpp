@@ -109,7 +109,7 @@ class SchedulerOptions {
   /// policy's learning (one summary per worker) are unchanged. The records are B writes of
   /// memory the caller allocated: at B = 1024 empty tasks about two thirds of the per-task
   /// cost (docs/runtime.md). Ignored where the scheduler reads the records itself: pull and
-  /// greedy batches, backups or retries, and policies whose needs_every_sample() is true.
+  /// greedy batches without backups, and policies whose needs_every_sample() is true.
   SchedulerOptions& set_task_records(bool on) noexcept {
     task_records_ = on;
     return *this;
