@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
@@ -427,8 +428,8 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       report.learning_error = std::current_exception();
     }
   }
-  // Kept for learning only: the caller asked for no records.
-  if (!scheduler_.options_.task_records()) report.tasks.clear();
+  // Kept for learning only: the caller asked for no records (their memory goes too).
+  if (!scheduler_.options_.task_records()) std::vector<TaskRecord>().swap(report.tasks);
   report.wall = std::chrono::steady_clock::now() - start_;
   return BatchStatus::succeeded;
 }
