@@ -192,12 +192,13 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-multiple", c.timeout_multiple,
                  "how long a hung attempt takes, x its worker's mean")
       ->check(CLI::PositiveNumber);
-  // Checked by ata::parse_backup_mode() when the runs are made: one list of names.
+  // Checked by ata::parse_backup_mode() below: one list of names.
   app.add_option("--backups", c.backups, "backup tasks of allocated strategies: off, copies or on");
   app.add_option("--strategies", c.strategies, "comma-separated policy names");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    (void)backups_named(c.backups);  // a bad --backups fails before anything is printed
     const auto scenario =
         with_outage(ata::models::make_preset(c.preset, c.workers), c.outage, c.timeout_multiple);
     const auto seconds = scenario.scaled(c.unit_us * 1e-6);
