@@ -88,8 +88,10 @@ class LaneHost {
   std::unique_ptr<ata::runtime::Lanes> lanes_;
 };
 
-ata::BackupOptions sim_backups(const std::string& name) {
-  return ata::BackupOptions{}.set_enabled(name != "off").set_take_overs(name == "on");
+// The --backups mode, the same on threads and in virtual time (the rule's other settings at
+// their defaults, min_overdue the driver's).
+ata::BackupOptions backups_named(const std::string& name) {
+  return ata::BackupOptions{}.set_mode(ata::parse_backup_mode(name));
 }
 
 // The preset, each worker's attempts hanging with probability `outage`.
@@ -117,9 +119,8 @@ struct ThreadRun {
             const std::string& backups, std::chrono::nanoseconds unit)
       : host(c.lanes, ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed)),
         policy(make(name, scenario.scaled(Seconds(unit).count()))),
-        scheduler(
-            host.lanes(), *policy,
-            ata::runtime::SchedulerOptions{}.set_backups(ata::runtime::parse_backups(backups))) {}
+        scheduler(host.lanes(), *policy,
+                  ata::runtime::SchedulerOptions{}.set_backups(backups_named(backups))) {}
   LaneHost host;
   std::unique_ptr<ata::Policy> policy;
   ata::runtime::BatchScheduler scheduler;
@@ -159,7 +160,7 @@ std::vector<Totals> run_threads(const Config& c, const ata::models::Scenario& sc
 Totals run_virtual(const Config& c, const ata::models::Scenario& seconds, const std::string& name,
                    const std::string& backups) {
   auto policy = make(name, seconds);
-  ata::sim::Simulation simulation(seconds, *policy, c.batch, c.seed, sim_backups(backups));
+  ata::sim::Simulation simulation(seconds, *policy, c.batch, c.seed, backups_named(backups));
   Totals t;
   for (std::size_t k = 0; k < c.rounds; ++k) {
     const auto record = simulation.run_round();
@@ -191,12 +192,13 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-multiple", c.timeout_multiple,
                  "how long a hung attempt takes, x its worker's mean")
       ->check(CLI::PositiveNumber);
-  app.add_option("--backups", c.backups, "backup tasks of allocated strategies")
-      ->check(CLI::IsMember({"on", "copies", "off"}));
+  // Checked by ata::parse_backup_mode() below: one list of names.
+  app.add_option("--backups", c.backups, "backup tasks of allocated strategies: off, copies or on");
   app.add_option("--strategies", c.strategies, "comma-separated policy names");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    (void)backups_named(c.backups);  // a bad --backups fails before anything is printed
     const auto scenario =
         with_outage(ata::models::make_preset(c.preset, c.workers), c.outage, c.timeout_multiple);
     const auto seconds = scenario.scaled(c.unit_us * 1e-6);

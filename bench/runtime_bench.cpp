@@ -41,14 +41,14 @@ std::size_t batch_of(const benchmark::State& state) {
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
 // `backups`: nullopt keeps the scheduler's default (SchedulerOptions{}).
 void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
-            std::optional<ata::runtime::Backups> backups = ata::runtime::Backups::off,
+            std::optional<ata::BackupMode> backups = ata::BackupMode::off,
             bool task_records = true) {
   const std::size_t batch = batch_of(state);
   ata::runtime::WorkerPool pool(kThreads);
   auto policy = ata::make_policy(name, kThreads);
   auto options =
       ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks).set_task_records(task_records);
-  if (backups) options.set_backups(*backups);
+  if (backups) options.set_backups(ata::BackupOptions{}.set_mode(*backups));
   ata::runtime::BatchScheduler scheduler(pool, *policy, options);
   std::atomic<std::size_t> sink = 0;
   for (auto _ : state) {
@@ -135,20 +135,18 @@ BENCHMARK_CAPTURE(BM_Ata, allocated_uta_hedged, std::string("uta"), false, std::
     ->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
 // What tracking costs (SchedulerOptions::set_backups; docs/stragglers.md).
-BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false,
-                  ata::runtime::Backups::copies)
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false, ata::BackupMode::copies)
     ->Apply(Batches);
-BENCHMARK_CAPTURE(BM_Ata, allocated_uta_backups, std::string("uta"), false,
-                  ata::runtime::Backups::on)
+BENCHMARK_CAPTURE(BM_Ata, allocated_uta_backups, std::string("uta"), false, ata::BackupMode::on)
     ->Apply(Batches);
 // One clock read per chunk (SchedulerOptions::set_time_chunks).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks, std::string("ata-e"), true)->Apply(Batches);
 // No per-task records in the report (SchedulerOptions::set_task_records(false)).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_norecords, std::string("ata-e"), false,
-                  ata::runtime::Backups::off, false)
+                  ata::BackupMode::off, false)
     ->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks_norecords, std::string("ata-e"), true,
-                  ata::runtime::Backups::off, false)
+                  ata::BackupMode::off, false)
     ->Apply(Batches);
 // Every task's time observed under the policy's lock (needs_every_sample()).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_auto, std::string("ata-auto"), false)->Apply(Batches);

@@ -8,7 +8,7 @@
 // second over the mean B. Prints the latency percentiles, how much worker time stays idle while
 // tasks wait in other workers' queues, and with --slow the allocation and backlog of each batch
 // slower than 0.9x the p99 (where its last task ran, and behind what). --late binds tasks late
-// instead of allocating on arrival, with the rule of the runtime's Binding::late.
+// instead of allocating on arrival, with the rule of the runtime's LateBindingOptions.
 //   ./build/bench/ata_bench_service_queue --strategy ata-auto --load 0.8 --slow
 //   ./build/bench/ata_bench_service_queue --strategy pull --load 0.8
 // docs/service.md reports what it showed.
@@ -393,9 +393,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--seed", c.seed, "arrivals, sizes, task times, ata-auto's draws");
   app.add_flag("--slow", c.slow, "print the allocation and backlog of the slowest requests");
-  app.add_flag("--late", c.late,
-               "late binding, as the runtime's Binding::late: one queue, oldest batch first; a "
-               "free worker takes the first task the busy ones would not reach before it ends it");
+  app.add_flag(
+      "--late", c.late,
+      "late binding, as the runtime's LateBindingOptions: one queue, oldest batch first; a "
+      "free worker takes the first task the busy ones would not reach before it ends it");
   app.add_flag("--takeovers", c.takeovers,
                "an idle worker takes over the unstarted task expected to end last elsewhere");
   try {

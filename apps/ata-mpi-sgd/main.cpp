@@ -53,7 +53,7 @@ std::optional<ml::TrainingOptions> options(int argc, char** argv) {
 }
 
 void check_cluster(const ml::TrainingConfig& config) {
-  if (config.backups != runtime::Backups::off) {
+  if (config.backups.enabled()) {
     throw InvalidArgument("--backups: not available over MPI (ranks are stalled or lost instead)");
   }
   if (config.scenario.workers() != worker_ranks()) {

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "app_support.hpp"
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/core/objective.hpp"
@@ -90,12 +92,18 @@ int serve(const Options& o) {
     pool_options.set_cpu(i, static_cast<unsigned>(cpus[i]));
   }
   ata::runtime::WorkerPool pool(pool_options);
-  ata::runtime::BatchScheduler scheduler(pool, *policy,
-                                         ata::runtime::SchedulerOptions{}
-                                             .set_max_in_flight(o.max_in_flight)
-                                             .set_load_aware(o.load_aware == "on")
-                                             .set_backups(ata::runtime::parse_backups(o.backups))
-                                             .set_binding(ata::runtime::parse_binding(o.binding)));
+  // Late binding has its own options type: it runs no backups and no load awareness.
+  const auto scheduler =
+      o.binding == "late"
+          ? std::make_unique<ata::runtime::BatchScheduler>(
+                pool, *policy,
+                ata::runtime::LateBindingOptions{}.set_max_in_flight(o.max_in_flight))
+          : std::make_unique<ata::runtime::BatchScheduler>(
+                pool, *policy,
+                ata::runtime::SchedulerOptions{}
+                    .set_max_in_flight(o.max_in_flight)
+                    .set_load_aware(o.load_aware == "on")
+                    .set_backups(ata::BackupOptions{}.set_mode(ata::parse_backup_mode(o.backups))));
 
   ata::service::ServerConfig config;
   config.listen = o.listen;
@@ -112,7 +120,7 @@ int serve(const Options& o) {
   const nlohmann::json description{{"strategy", config.strategy},
                                    {"work_price", config.work_price},
                                    {"work_price_default", !o.work_price.has_value()},
-                                   {"load_aware", o.load_aware == "on"},
+                                   {"load_aware", o.binding != "late" && o.load_aware == "on"},
                                    {"backups", o.backups},
                                    {"binding", o.binding},
                                    {"cpus", cpus},
@@ -124,7 +132,7 @@ int serve(const Options& o) {
                                    {"max_samples", o.max_samples},
                                    {"seed", o.seed}};
   ata::service::ServiceMetrics metrics(scenario.workers(), description);
-  ata::service::HttpServer server(config, scheduler, metrics);
+  ata::service::HttpServer server(config, *scheduler, metrics);
 
   // The first line is machine-readable: ata-load --sweep and the tests read the port from it.
   std::printf("%s: listening on %s\n", kProgram, server.endpoint().c_str());
@@ -132,11 +140,10 @@ int serve(const Options& o) {
       "  strategy %s (binding %s, load-aware %s, backups %s, at most %zu batches in flight), "
       "scenario %s, "
       "%zu workers, 1 model unit = %g us of %s, %zu draws per task, seed %llu\n",
-      config.strategy.c_str(), o.binding.c_str(), o.load_aware.c_str(), o.backups.c_str(),
-      o.max_in_flight,
-      scenario.name().c_str(),
-      scenario.workers(), o.unit_us, o.burn ? "spinning" : "sleep", o.draws,
-      static_cast<unsigned long long>(o.seed));
+      config.strategy.c_str(), o.binding.c_str(),
+      o.binding == "late" ? "by the queue" : o.load_aware.c_str(), o.backups.c_str(),
+      o.max_in_flight, scenario.name().c_str(), scenario.workers(), o.unit_us,
+      o.burn ? "spinning" : "sleep", o.draws, static_cast<unsigned long long>(o.seed));
   std::printf(
       "  POST /estimate {\"samples\": B} (B <= %zu), GET /stats, GET /metrics, GET "
       "/healthz; SIGINT or SIGTERM stops it (grace %zu ms)\n",
@@ -198,17 +205,20 @@ int main(int argc, char** argv) {
   app.add_option("--max-in-flight", o.max_in_flight,
                  "batches in flight at most; more wait for a slot")
       ->transform(ata::apps::whole_number(1));
-  app.add_option("--load-aware", o.load_aware,
-                 "on: allocate each batch against the work already queued on each worker")
-      ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--backups", o.backups,
-                 "backup tasks of allocated strategies and pull's racers: on (an idle worker "
-                 "also takes over unstarted tasks), copies (copies of overdue tasks only) or off")
-      ->check(CLI::IsMember({"on", "copies", "off"}));
+  const auto* load_aware =
+      app.add_option("--load-aware", o.load_aware,
+                     "on: allocate each batch against the work already queued on each worker")
+          ->check(CLI::IsMember({"on", "off"}));
+  const auto* backups =
+      app.add_option(
+             "--backups", o.backups,
+             "backup tasks of allocated strategies and pull's racers: on (an idle worker "
+             "also takes over unstarted tasks), copies (copies of overdue tasks only) or off")
+          ->check(ata::apps::kBackupMode);
   app.add_option("--binding", o.binding,
                  "allocated strategies: arrival (allocate each batch when it arrives) or late "
                  "(a free worker takes the first waiting task it would end before the busy "
-                 "faster workers reach it; not with --backups)")
+                 "faster workers reach it; not with --backups or --load-aware)")
       ->check(CLI::IsMember({"arrival", "late"}));
   app.add_option("--cpus", o.cpus,
                  "comma list: worker i runs on CPU LIST[i] only; workers sharing a CPU share its "
@@ -223,6 +233,13 @@ int main(int argc, char** argv) {
     if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
       std::fputs(help->c_str(), stdout);
       return 0;
+    }
+    // The late queue runs no backups and balances load by itself: the library's
+    // LateBindingOptions has neither setting, so neither flag may be given with it.
+    if (o.binding == "late" && (backups->count() > 0 || load_aware->count() > 0)) {
+      throw ata::apps::UsageError(
+          "--binding late: not with --backups or --load-aware (the late queue runs no backups "
+          "and balances the load by itself)");
     }
     return serve(o);
   });

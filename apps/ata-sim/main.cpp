@@ -284,8 +284,7 @@ int run(const Options& o) {
       std::move(scenario), o.batch, o.rounds, o.seed, {}, o.sgd, o.dim, o.step, o.noise, 400, {},
       ata::Objective{o.work_price}};
   config.backups = ata::BackupOptions{}
-                       .set_enabled(o.backups != "off")
-                       .set_take_overs(o.backups == "on")
+                       .set_mode(ata::parse_backup_mode(o.backups))
                        .set_threshold_multiple(o.backup_threshold)
                        .set_max_copies(o.backup_copies);
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;

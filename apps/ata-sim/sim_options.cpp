@@ -45,7 +45,7 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--backups", o.backups,
                  "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
                  "tasks, then copies overdue ones), copies (backup copies only), off")
-      ->check(CLI::IsMember({"on", "copies", "off"}));
+      ->check(ata::apps::kBackupMode);
   app.add_option("--backup-threshold", o.backup_threshold,
                  "a running task is overdue after this multiple of its worker's learned mean")
       ->check(number_in(1.0, false));

@@ -21,6 +21,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "ata/core/backup_rule.hpp"
+#include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
 #include "core/checks.hpp"
 #include "models/text_file.hpp"
@@ -124,6 +126,17 @@ const CLI::Validator kNonNegativeNumber = number_in(0.0, true);
 const CLI::Validator kNonEmpty(
     [](std::string& text) -> std::string { return text.empty() ? "must not be empty" : ""; },
     "NON-EMPTY");
+
+const CLI::Validator kBackupMode(
+    [](std::string& text) -> std::string {
+      try {
+        (void)ata::parse_backup_mode(text);
+      } catch (const ata::InvalidArgument& e) {
+        return e.what();
+      }
+      return {};
+    },
+    "off|copies|on");
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;

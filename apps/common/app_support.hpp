@@ -64,6 +64,9 @@ extern const CLI::Validator kPositiveNumber;     ///< number_in(0, false)
 extern const CLI::Validator kNonNegativeNumber;  ///< number_in(0, true)
 /// A non-empty value: `--json ""` is a mistake, not a request for no output.
 extern const CLI::Validator kNonEmpty;
+/// A backup mode, "off", "copies" or "on", checked by ata::parse_backup_mode() (every app's
+/// `--backups`, so that the apps, the service and the library share one list of names).
+extern const CLI::Validator kBackupMode;
 /// A comma list of strategies (`--strategies`): every item a name make_policy() knows or one
 /// of `extra`, none empty ("ata,,gta" or "," are mistakes).
 [[nodiscard]] CLI::Validator strategy_list(std::vector<std::string> extra = {});

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
@@ -54,7 +55,7 @@ struct TrainingConfig {
   std::vector<std::size_t> work_factors;  ///< worker i runs each task this many times; empty: 1
   /// OFTA's mean task time of each worker in seconds (a calibration's); empty: the scenario's.
   std::vector<double> means;
-  runtime::Backups backups = runtime::Backups::off;  ///< of allocated strategies
+  BackupOptions backups;  ///< the scheduler's (SchedulerOptions::set_backups); off by default
   /// What a run is judged by: wall + p x worker seconds (default p = 1/n, see ata::Objective).
   Objective objective;
 };

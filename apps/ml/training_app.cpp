@@ -323,7 +323,7 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   config.policy.alpha =
       o.alpha > 0.0 ? o.alpha * 1e-6 : *std::max_element(means.begin(), means.end());
   config.policy.eta = o.eta;
-  config.backups = runtime::parse_backups(o.backups);
+  config.backups = BackupOptions{}.set_mode(parse_backup_mode(o.backups));
   config.objective.work_price = o.work_price;
   return config;
 }

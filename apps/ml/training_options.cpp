@@ -126,7 +126,7 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   app.add_option("--backups", o.backups,
                  "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
                  "tasks, then copies overdue ones), copies (backup copies only), off")
-      ->check(CLI::IsMember({"on", "copies", "off"}));
+      ->check(apps::kBackupMode);
   app.add_option("--work-price", o.work_price,
                  "price p of a worker-second in wall-seconds: the objective column is wall + p x "
                  "worker time (0: wall time only; default 1/n, so the whole cluster busy for a "

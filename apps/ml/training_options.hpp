@@ -46,7 +46,7 @@ struct TrainingOptions {
   std::string csv_path;
   std::string plot_dir;
   /// --backups on|copies|off: backup tasks of allocated strategies and of pull's racers
-  /// (SchedulerOptions), unless a strategy's plan sets its own hedging.
+  /// (SchedulerOptions::set_backups), unless a strategy's plan sets its own.
   std::string backups = "off";
   /// --work-price: what a worker-second costs in wall-seconds; empty: 1/n (ata::Objective).
   std::optional<double> work_price;

@@ -9,6 +9,25 @@
 
 namespace ata {
 
+BackupMode parse_backup_mode(std::string_view name) {
+  if (name == "off") return BackupMode::off;
+  if (name == "copies") return BackupMode::copies;
+  if (name == "on") return BackupMode::on;
+  throw InvalidArgument("backups must be off, copies or on, got '" + std::string(name) + "'");
+}
+
+std::string_view backup_mode_name(BackupMode mode) noexcept {
+  switch (mode) {
+    case BackupMode::off:
+      return "off";
+    case BackupMode::copies:
+      return "copies";
+    case BackupMode::on:
+      return "on";
+  }
+  return "off";  // not reached: every enumerator is named above
+}
+
 namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
@@ -23,9 +42,9 @@ BackupRule::BackupRule(const BackupOptions& options) : options_(options) {
     throw InvalidArgument("backup threshold_multiple must be > 1 (+inf: no backup copies), got " +
                           detail::to_text(options.threshold_multiple));
   }
-  if (!(options.min_overdue >= 0.0)) {
+  if (options.min_overdue && !(*options.min_overdue >= 0.0)) {
     throw InvalidArgument("backup min_overdue must be >= 0, got " +
-                          detail::to_text(options.min_overdue));
+                          detail::to_text(*options.min_overdue));
   }
   if (options.max_copies < 1) {
     throw InvalidArgument("backup max_copies must be >= 1 (1: no backup copies), got 0");
@@ -54,18 +73,19 @@ double BackupRule::due(const BackupWorker& worker, double fallback,
   if (!worker.running || worker.copies >= options_.max_copies) return kInfinity;
   const double m = mean_or(worker, fallback);
   if (!(m > 0.0)) return kInfinity;
-  return std::max({options_.threshold_multiple * m, helper_mean, options_.min_overdue});
+  return std::max(
+      {options_.threshold_multiple * m, helper_mean, options_.min_overdue.value_or(0.0)});
 }
 
 BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {
-  if (!options_.enabled) return {};
+  if (!options_.enabled()) return {};
   const double fallback = known_fallback(workers);
   const Helper helper = fastest_available(workers, fallback);
   if (helper.worker == kNone) return {};
   // 1. Take over the unstarted task expected to finish last.
   std::size_t victim = kNone;
   double latest = 0.0;
-  for (std::size_t i = 0; i < workers.size() && options_.take_overs; ++i) {
+  for (std::size_t i = 0; i < workers.size() && options_.take_overs(); ++i) {
     const BackupWorker& w = workers[i];
     const double m = mean_or(w, fallback);
     if (w.unstarted == 0 || (m < helper.mean && !w.stalled)) continue;  // a slower helper costs
@@ -96,7 +116,7 @@ BackupAction BackupRule::next(std::span<const BackupWorker> workers) const {
 }
 
 double BackupRule::time_to_next_overdue(std::span<const BackupWorker> workers) const {
-  if (!options_.enabled) return kInfinity;
+  if (!options_.enabled()) return kInfinity;
   const double fallback = known_fallback(workers);
   const Helper helper = fastest_available(workers, fallback);
   if (helper.worker == kNone) return kInfinity;

@@ -77,9 +77,9 @@ Plan& Plan::set_racer(std::size_t worker) {
 
 Plan& Plan::set_idle(std::size_t worker) { return set_quota(worker, 0); }
 
-Plan& Plan::set_hedging(const BackupOptions& hedging) {
-  [[maybe_unused]] const BackupRule validated(hedging);  // throws for bad settings
-  hedging_ = hedging;
+Plan& Plan::set_backups(const BackupOptions& backups) {
+  [[maybe_unused]] const BackupRule validated(backups);  // throws for bad settings
+  backups_ = backups;
   return *this;
 }
 
@@ -110,7 +110,7 @@ void Plan::reset(std::size_t workers) {
   racer_.assign(workers, 0);
   racers_.clear();
   race_kind_ = RaceKind::indexed;
-  hedging_.reset();
+  backups_.reset();
   retries_.reset();
   restart_after_.clear();
 }

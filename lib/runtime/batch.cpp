@@ -52,6 +52,11 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     targets_.assign(plan.racers().begin(), plan.racers().end());
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
+  if (recovery && mode_ == Dispatch::greedy) {
+    // Any B results will do: each of them may take retries + 1 attempts.
+    const std::size_t most = std::numeric_limits<std::size_t>::max();
+    failures_allowed_ = recovery->retries > most / batch_ ? most : recovery->retries * batch_;
+  }
   if (recovery && tracks(mode_)) {
     tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
@@ -392,9 +397,12 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
     } catch (...) {
       // A task ending once B results are in is surplus, whatever it ends with (often an
       // exception to honour its stop request): its exception is discarded with it. Before
-      // that, it fails the batch, as a task of any mode does. It claims no result slot, so
-      // every claimed slot is filled.
-      if (accepted_.load(std::memory_order_relaxed) < batch_) throw;
+      // that, it fails the batch, as a task of any mode does, unless retries are left: a
+      // new task then replaces it. It claims no result slot, so every claimed slot is filled.
+      if (accepted_.load(std::memory_order_relaxed) < batch_ &&
+          failures_.fetch_add(1, std::memory_order_relaxed) >= failures_allowed_) {
+        throw;
+      }
       continue;
     }
     const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
@@ -532,6 +540,7 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   }
   report.allocation = Allocation(std::move(accepted));
   if (mode_ == Dispatch::greedy) {
+    report.retries = std::min(failures_.load(std::memory_order_relaxed), failures_allowed_);
     for (std::size_t i = 0; i < workers; ++i) {
       for (const RanTask& r : logs_[i].ran) slot_of_task[r.task] = r.slot;
     }

@@ -36,8 +36,8 @@ enum class Timing : std::uint8_t {
   chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
 };
 
-// An allocated batch with backups, retries or restart budgets, or an indexed race with
-// hedging ("tracked"): what it needs beyond the plain mode.
+// An allocated batch or an indexed race with backups, retries or restart budgets
+// ("tracked"): what it needs beyond the plain mode.
 struct Recovery {
   BackupOptions backups;            // the rule's settings; enabled = false: retries only
   std::size_t retries = 0;          // attempts after the first, per task
@@ -89,8 +89,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // summing to `batch`), or a race of plan.racers() without quotas (Dispatch::greedy for a
   // fungible race, Dispatch::pull for an indexed one), or, tracked, quotas with an indexed
   // race (Dispatch::mixed); the caller refuses a fungible race with quotas.
-  // `recovery` makes an allocated or pull batch tracked (ignored for greedy ones); a mixed
-  // plan (quotas and an indexed race) needs one. `body`
+  // `recovery` makes an allocated or pull batch tracked (a greedy one takes its retries
+  // only); a mixed plan (quotas and an indexed race) needs one. `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated or tracked batch that needs no per-task records itself (not Timing::samples)
@@ -304,6 +304,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::stop_source stop_;
   std::atomic<std::size_t> next_task_{0};     // pull and greedy: the next task index to start
   std::atomic<std::size_t> accepted_{0};      // greedy: result slots claimed so far (may pass B)
+  std::size_t failures_allowed_ = 0;          // greedy: Recovery::retries x B, saturated
+  std::atomic<std::size_t> failures_{0};      // greedy: failed attempts so far
   std::atomic<std::size_t> shares_left_{0};   // allocated: shares not yet run to their end
   std::atomic<std::size_t> abandoned_{0};     // pull and greedy: copies the pool abandoned
   std::atomic<std::uint64_t> state_{0};       // kClosed | workers inside

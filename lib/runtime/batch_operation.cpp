@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
@@ -53,13 +54,12 @@ void quotas_off_stuck(std::span<const std::size_t> stuck, Plan& plan) {
 
 // The policy's plan must give every lane a role and account for exactly B tasks: the batch
 // sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
-// simulator's interpretation, lib/sim/simulation.cpp): quotas, with the plan's hedging,
-// retries and restart budgets (a tracked batch); an indexed race, with hedging and restart
-// budgets (tracked too), alone or with quotas; a fungible race (hedging does not apply to
-// one, as in the simulator). Anything else is refused here, never ignored. `late`: the quotas
-// are to be handed out by the pacer (Binding::late).
+// simulator's interpretation, lib/sim/simulation.cpp): quotas and indexed races, alone or
+// together, with their backups, retries and restart budgets (tracked when they have any); a
+// fungible race with retries (backups add nothing to one, as in the simulator). The two
+// shapes the threads do not run are refused here, never ignored.
 void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
-                           std::size_t workers, bool late) {
+                           std::size_t workers) {
   plan.check(batch, workers, policy.name());
   const std::string name = "policy '" + std::string(policy.name()) + "' planned ";
   const Dispatch dispatch = plan.dispatch();
@@ -73,26 +73,19 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
                 "quotas and a fungible race in one batch; on threads quotas run with an indexed "
                 "race only (not supported with a fungible race on threads yet)");
   }
-  const bool hedged = plan.hedging() && plan.hedging()->enabled;
-  const bool retried = plan.retries() && *plan.retries() > 0;
-  if (dispatch == Dispatch::allocated) {
-    if (late && (hedged || retried || plan.has_restarts())) {
-      throw Error(name +
-                  "hedging, retries or restart budgets of its own, which late binding "
-                  "(Binding::late) does not run: bind early to run them");
-    }
-    return;
-  }
   if (dispatch == Dispatch::greedy && plan.has_restarts()) {
     throw Error(name +
                 "restart budgets for a fungible race; on threads they run in quota plans and "
                 "indexed races only (not supported for fungible races on threads yet)");
   }
-  if (retried) {
-    throw Error(name +
-                "retries for a plan with racers; on threads they run in plans of quotas only "
-                "(not supported for races on threads yet)");
-  }
+}
+
+// Whether a quota plan asks for what only a batch bound on arrival runs: backups, retries or
+// restart budgets of its own. Under late binding such a batch binds on arrival.
+bool needs_binding_on_arrival(const Plan& plan) {
+  const bool backed_up = plan.backups() && plan.backups()->enabled();
+  const bool retried = plan.retries() && *plan.retries() > 0;
+  return backed_up || retried || plan.has_restarts();
 }
 
 }  // namespace
@@ -216,13 +209,17 @@ void BatchOperation::submit_now() {
         policy.plan(batch_, plan);
       }
       round_ = ++scheduler_.rounds_;
-      require_runnable_plan(policy, plan, batch_, workers, pacer != nullptr);
+      require_runnable_plan(policy, plan, batch_, workers);
+      // Late binding hands out quotas only, and only those without backups, retries or
+      // restarts of their own: a race hands its tasks out by itself already, and the others
+      // bind on arrival.
+      if (plan.dispatch() != Dispatch::allocated || needs_binding_on_arrival(plan)) {
+        pacer = nullptr;
+      }
       // A stuck lane is quarantined: its quotas go to the others, whatever the policy.
       if (pacer == nullptr && plan.dispatch() == Dispatch::allocated) {
         quotas_off_stuck(core.stuck(std::chrono::steady_clock::now()), plan);
       }
-      // Late binding replaces quotas only: a race hands its tasks out by itself already.
-      if (plan.dispatch() != Dispatch::allocated) pacer = nullptr;
       if (pacer != nullptr) {
         // The pacer hands the tasks out one by one, by the learned means.
         plan = Plan::race(workers, RaceKind::indexed);
@@ -231,19 +228,21 @@ void BatchOperation::submit_now() {
         for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
         pacer->set_means(means);
       } else {
-        // The plan's own hedging and retries override the scheduler's, as in the simulator.
-        // Quotas and an indexed race are tracked; the scheduler's retries apply to quotas only
-        // (a race's own are refused).
+        // The plan's own backups and retries override the scheduler's, as in the simulator.
+        // Quotas and indexed races with any of them are tracked, and so are mixed plans; a
+        // fungible race takes its retries alone (Batch::run_greedy).
         const Dispatch dispatch = plan.dispatch();
-        const BackupOptions hedging = plan.hedging().value_or(options.backup_options());
-        const std::size_t retries =
-            dispatch == Dispatch::allocated ? plan.retries().value_or(options.retries()) : 0;
-        // Quotas with an indexed race (mixed) run tracked only.
-        if (dispatch == Dispatch::mixed ||
-            ((dispatch == Dispatch::allocated || dispatch == Dispatch::pull) &&
-             (hedging.enabled || retries > 0 || plan.has_restarts()))) {
+        BackupOptions backups = plan.backups().value_or(options.backups());
+        if (!backups.min_overdue) {
+          backups.min_overdue = std::chrono::duration<double>(options.kDefaultMinOverdue).count();
+        }
+        const std::size_t retries = plan.retries().value_or(options.retries());
+        const bool tracked = dispatch == Dispatch::mixed ||
+                             (dispatch != Dispatch::greedy &&
+                              (backups.enabled() || retries > 0 || plan.has_restarts()));
+        if (tracked || (dispatch == Dispatch::greedy && retries > 0)) {
           recovery.emplace();
-          recovery->backups = hedging;
+          recovery->backups = backups;
           recovery->retries = retries;
           if (plan.has_restarts()) {
             recovery->restart_after.resize(workers);
@@ -265,17 +264,23 @@ void BatchOperation::submit_now() {
     } catch (const std::bad_alloc&) {
       throw_out_of_memory(batch_, "plan");
     }
-    if (policy.needs_every_sample() || pacer != nullptr) {
+    // Chunk timing wherever it is asked for (the batch times tasks one by one where it hands
+    // them out one by one); a policy that observes every sample then gets each task with its
+    // chunk's mean, so the batch keeps the records it reads them from.
+    if (pacer != nullptr) {
       timing = Timing::samples;
     } else if (options.time_chunks()) {
       timing = Timing::chunk_means;
+    } else if (policy.needs_every_sample()) {
+      timing = Timing::samples;
     }
+    observe_every_task_ = policy.needs_every_sample();
   }
   std::shared_ptr<Batch> job;
   try {
     job = std::make_shared<OperationBatch>(plan, timing, batch_, round_, body_,
-                                           options.task_records(), shared_from_this(),
-                                           std::move(recovery));
+                                           options.task_records() || observe_every_task_,
+                                           shared_from_this(), std::move(recovery));
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }
@@ -403,7 +408,7 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       // The one place where measured durations become the core's seconds: one summary per
       // worker, made by the worker while it ran, or, for a policy that needs them, every
       // accepted task's time.
-      if (completed_->timing() == Timing::samples) {
+      if (observe_every_task_ || completed_->timing() == Timing::samples) {
         for (const TaskRecord& task : report.tasks) {
           if (task.accepted) {
             policy.observe(task.worker, std::chrono::duration<double>(task.duration).count());
@@ -423,6 +428,8 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       report.learning_error = std::current_exception();
     }
   }
+  // Kept for learning only: the caller asked for no records (their memory goes too).
+  if (!scheduler_.options_.task_records()) std::vector<TaskRecord>().swap(report.tasks);
   report.wall = std::chrono::steady_clock::now() - start_;
   return BatchStatus::succeeded;
 }

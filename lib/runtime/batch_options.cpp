@@ -2,19 +2,33 @@
 
 #include <string>
 
+#include "ata/core/backup_rule.hpp"
+#include "ata/core/error.hpp"
+#include "core/checks.hpp"
+
 namespace ata::runtime {
 
-Backups parse_backups(std::string_view name) {
-  if (name == "off") return Backups::off;
-  if (name == "copies") return Backups::copies;
-  if (name == "on") return Backups::on;
-  throw InvalidArgument("backups must be off, copies or on, got '" + std::string(name) + "'");
+SchedulerOptions& SchedulerOptions::set_max_in_flight(std::size_t batches) {
+  if (batches == 0) {
+    throw InvalidArgument("max_in_flight must be >= 1 (batches in flight), got 0");
+  }
+  max_in_flight_ = batches;
+  return *this;
 }
 
-Binding parse_binding(std::string_view name) {
-  if (name == "arrival") return Binding::on_arrival;
-  if (name == "late") return Binding::late;
-  throw InvalidArgument("binding must be arrival or late, got '" + std::string(name) + "'");
+SchedulerOptions& SchedulerOptions::set_backups(const BackupOptions& options) {
+  [[maybe_unused]] const BackupRule validated(options);  // throws for bad settings
+  backups_ = options;
+  return *this;
+}
+
+SchedulerOptions& SchedulerOptions::set_stuck_after(double multiple) {
+  if (!(multiple > 1.0)) {
+    throw InvalidArgument("stuck_after must be > 1 (x the learned mean), got " +
+                          ata::detail::to_text(multiple));
+  }
+  stuck_after_ = multiple;
+  return *this;
 }
 
 }  // namespace ata::runtime

@@ -10,39 +10,6 @@
 
 namespace ata::runtime {
 
-SchedulerOptions& SchedulerOptions::set_backup_threshold(double multiple) {
-  if (!(multiple > 1.0)) {
-    throw InvalidArgument("backup threshold must be > 1 (x the learned mean), got " +
-                          ata::detail::to_text(multiple));
-  }
-  backup_threshold_ = multiple;
-  return *this;
-}
-
-SchedulerOptions& SchedulerOptions::set_backup_copies(std::size_t copies) {
-  if (copies == 0) throw InvalidArgument("backup copies must be >= 1 per task, got 0");
-  backup_copies_ = copies;
-  return *this;
-}
-
-SchedulerOptions& SchedulerOptions::set_backup_min_overdue(std::chrono::nanoseconds after) {
-  if (after < std::chrono::nanoseconds{0}) {
-    throw InvalidArgument("backup min_overdue must be >= 0 ns, got " +
-                          std::to_string(after.count()) + " ns");
-  }
-  backup_min_overdue_ = after;
-  return *this;
-}
-
-SchedulerOptions& SchedulerOptions::set_stuck_after(double multiple) {
-  if (!(multiple > 1.0)) {
-    throw InvalidArgument("stuck_after must be > 1 (x the learned mean), got " +
-                          ata::detail::to_text(multiple));
-  }
-  stuck_after_ = multiple;
-  return *this;
-}
-
 BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOptions& options)
     : lanes_(lanes),
       policy_(policy),
@@ -53,18 +20,11 @@ BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOpti
                           std::to_string(policy_.workers()) + " workers but there are " +
                           std::to_string(lanes_.size()) + " lanes");
   }
-  if (options_.binding() == Binding::late) {
-    if (options_.backups() != Backups::off || options_.retries() > 0) {
-      throw InvalidArgument(
-          "binding late: backups and retries apply to allocated batches; turn them off or "
-          "bind on arrival");
-    }
-    engine_->pacer = std::make_shared<detail::Pacer>(detail::core_of(lanes_), engine_->deadlines);
-  }
-  if (options_.time_chunks() && policy_.needs_every_sample()) {
-    throw InvalidArgument("time_chunks: policy '" + std::string(policy_.name()) +
-                          "' learns from every task's time; time tasks, not chunks");
-  }
+}
+
+BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const LateBindingOptions& options)
+    : BatchScheduler(lanes, policy, options.on_arrival()) {
+  engine_->pacer = std::make_shared<detail::Pacer>(detail::core_of(lanes_), engine_->deadlines);
 }
 
 BatchScheduler::~BatchScheduler() = default;

@@ -360,7 +360,7 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
     return {Source::pool, first, t.pool_next};
   }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
-  if (!me.helps || !t.rule.options().enabled) return {};
+  if (!me.helps || !t.rule.options().enabled()) return {};
   describe(lane);
   const BackupAction action = t.rule.next(t.view);
   switch (action.kind) {
@@ -446,7 +446,7 @@ double Batch::mean_of(std::size_t lane) const noexcept {
 
 void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
-  const bool hedging = t.rule.options().enabled;
+  const bool hedging = t.rule.options().enabled();
   if (t.released || t.recovery.timer == nullptr || (!hedging && t.recovery.restart_after.empty())) {
     return;
   }
@@ -461,7 +461,7 @@ void Batch::arm_timer() noexcept {
   // a backup) and still block the lane, ignoring its stop request.
   const bool helper = hedging && std::any_of(t.view.begin(), t.view.end(),
                                              [](const BackupWorker& w) { return w.available; });
-  if (helper && t.rule.options().take_overs) {
+  if (helper && t.rule.options().take_overs()) {
     constexpr double kMargin = 1e-4;
     const TaskClock::Ticks now = clock_.now();
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
@@ -568,7 +568,10 @@ bool Batch::retry_stranded() const noexcept {
   if (t.released || t.retry.empty()) return false;
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
-    if (lane.inside || lane.summoned || (allocation_[j] > 0 && !lane.entered)) return false;
+    // A lane with a share or a place in the race is queued until it enters: it comes.
+    if (lane.inside || lane.summoned || ((allocation_[j] > 0 || lane.races) && !lane.entered)) {
+      return false;
+    }
   }
   return true;
 }
@@ -582,12 +585,15 @@ std::size_t Batch::retry_lane(std::size_t failed) const noexcept {
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     if (j != failed && (t.lane[j].inside || t.lane[j].summoned) && !stuck(j)) return kNoLane;
   }
-  // Else a lane whose queue entry is free: one that reached the batch, or had no share; one
-  // that is not stuck first, a stuck one only when every other lane is.
+  // Else a lane whose queue entry is free: one that reached the batch, or had neither a share
+  // nor a place in the race (those are queued until they enter); one that is not stuck
+  // first, a stuck one only when every other lane is.
   std::size_t fallback = kNoLane;
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
-    if (j == failed || (!lane.entered && allocation_[j] != 0) || lane.summoned) continue;
+    if (j == failed || (!lane.entered && (allocation_[j] != 0 || lane.races)) || lane.summoned) {
+      continue;
+    }
     if (!stuck(j)) return j;
     if (fallback == kNoLane) fallback = j;
   }

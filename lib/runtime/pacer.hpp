@@ -1,5 +1,5 @@
 #pragma once
-// Late binding (SchedulerOptions::set_binding(Binding::late)): one queue of tasks that a
+// Late binding (LateBindingOptions): one queue of tasks that a
 // scheduler's batches share, oldest batch first, handed out one task at a time to the lane
 // that should run it.
 //

@@ -26,7 +26,7 @@ struct SchedulerEngine {
   DeadlineTimer deadlines;
   std::vector<double> backlog;   // guarded by the policy's mutex
   std::vector<double> means;     // guarded by the policy's mutex: scratch for the pacer
-  std::shared_ptr<Pacer> pacer;  // Binding::late with an allocated policy
+  std::shared_ptr<Pacer> pacer;  // late binding (LateBindingOptions)
 };
 
 }  // namespace ata::runtime::detail

@@ -73,9 +73,9 @@ RoundRecord Simulation::run_round() {
   plan_.check(batch_, models_.size(), policy_.name());
   std::fill(completed_.begin(), completed_.end(), std::size_t{0});
   copy_log_.clear();
-  const BackupRule rule(plan_.hedging().value_or(backups_));
+  const BackupRule rule(plan_.backups().value_or(backups_));
   fungible_ = !plan_.racers().empty() && plan_.race_kind() == RaceKind::fungible;
-  const bool hedging = rule.options().enabled && !fungible_;
+  const bool hedging = rule.options().enabled() && !fungible_;
   if (plan_.racers().empty() && !hedging && !plan_.has_restarts()) {
     quota_round(record);
   } else {
@@ -116,7 +116,7 @@ void Simulation::quota_round(RoundRecord& record) {
 void Simulation::event_round(RoundRecord& record, const BackupRule& rule) {
   const auto quotas = plan_.quotas().tasks();
   const std::size_t n = quotas.size();
-  const bool hedging = rule.options().enabled && !fungible_;
+  const bool hedging = rule.options().enabled() && !fungible_;
   if (fungible_) {
     results_.clear();
   } else {

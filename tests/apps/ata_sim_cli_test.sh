@@ -13,7 +13,7 @@ expect_error "unknown strategy 'fast'" --strategies ata,fast
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--alpha" --alpha -1
 expect_error "--seed: must be a whole number >= 0" --seed -1
-expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
+expect_error "--backups: backups must be off, copies or on, got 'maybe'" --backups maybe
 expect_error "--backup-threshold: must be a number > 1, got '1'" --backup-threshold 1
 expect_error "--backup-copies: must be a whole number from 1 to 16, got '0'" --backup-copies 0
 for bad in 0 -1 abc 1.5 1000000001; do

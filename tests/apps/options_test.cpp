@@ -164,7 +164,7 @@ TEST_CASE("ata-sgd's and ata-prox's command lines refuse what they cannot use",
   CHECK_THAT(training_error(Method::sgd, {"--strategies", "ata,"}),
              ContainsSubstring("--strategies: empty item"));
   CHECK_THAT(training_error(Method::prox, {"--backups", "maybe"}),
-             ContainsSubstring("--backups: maybe not in {on,copies,off}"));
+             ContainsSubstring("--backups: backups must be off, copies or on, got 'maybe'"));
   CHECK(training_error(Method::sgd, {"--backups", "copies"}) == "(accepted)");
   CHECK(training_error(Method::sgd, {"--problem", "quadratic", "--dim", "1000"}) == "(accepted)");
 }

@@ -10,9 +10,11 @@ source "$(dirname "$0")/cli_expectations.sh"
 program="$serve"
 expect_error "--port" --port 70000
 expect_error "--load-aware" --load-aware maybe
-expect_error "--backups: maybe not in {on,copies,off}" --backups maybe
+expect_error "--backups: backups must be off, copies or on, got 'maybe'" --backups maybe
 expect_error "--binding: early not in {arrival,late}" --binding early
-expect_error "binding late: backups and retries apply to allocated batches" --binding late --backups on
+expect_error "--binding late: not with --backups or --load-aware" --binding late --backups on
+expect_error "--binding late: not with --backups or --load-aware" --binding late --backups off
+expect_error "--binding late: not with --backups or --load-aware" --binding late --load-aware off
 expect_error "--cpus: CPU 999 is not one this process may use" --cpus 999
 expect_error "--cpus: 2 CPUs for 16 workers; give one CPU per worker" --cpus 0,0
 expect_error "unknown strategy 'fast'" --strategy fast

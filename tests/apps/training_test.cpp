@@ -68,7 +68,7 @@ TEST_CASE("allocated strategies follow the same iterates", "[apps][training]") {
   CHECK(ofta.final_gap == pull.final_gap);
   // Backup copies and take-overs change where a task runs, never its result.
   auto with_backups = config;
-  with_backups.backups = ata::runtime::Backups::on;
+  with_backups.backups = ata::BackupOptions{}.set_mode(ata::BackupMode::on);
   CHECK(ata::ml::train(logistic, with_backups, "ofta").final_gap == ofta.final_gap);
 }
 

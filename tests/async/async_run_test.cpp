@@ -129,12 +129,13 @@ TEST_CASE("async_run with use_future, deferred and a strand", "[async]") {
 TEST_CASE("async_run in coroutines: 8 producer threads and 8 coroutines x 500 batches",
           "[async][stress]") {
   // Late binding: the pacer's queue, shared by both front ends.
-  const auto binding = GENERATE(rt::Binding::on_arrival, rt::Binding::late);
-  CAPTURE(binding == rt::Binding::late);
+  const bool late = GENERATE(false, true);
+  CAPTURE(late);
   rt::WorkerPool pool(4);
   ata::AtaEmpiricalPolicy policy(4, 1.0);
-  rt::BatchScheduler scheduler(pool, policy,
-                               rt::SchedulerOptions{}.set_max_in_flight(8).set_binding(binding));
+  rt::BatchScheduler scheduler =
+      late ? rt::BatchScheduler(pool, policy, rt::LateBindingOptions{}.set_max_in_flight(8))
+           : rt::BatchScheduler(pool, policy, rt::SchedulerOptions{}.set_max_in_flight(8));
   constexpr int kBatches = 500;
   std::atomic<int> good{0};
   std::atomic<std::size_t> most_in_flight{0};
@@ -184,12 +185,13 @@ TEST_CASE("async_run in coroutines: 8 producer threads and 8 coroutines x 500 ba
 }
 
 TEST_CASE("cancellation: mid-batch, while queued, and after completion", "[async]") {
-  const auto binding = GENERATE(rt::Binding::on_arrival, rt::Binding::late);
-  CAPTURE(binding == rt::Binding::late);
+  const bool late_binding = GENERATE(false, true);
+  CAPTURE(late_binding);
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy,
-                               rt::SchedulerOptions{}.set_max_in_flight(1).set_binding(binding));
+  rt::BatchScheduler scheduler =
+      late_binding ? rt::BatchScheduler(pool, policy, rt::LateBindingOptions{}.set_max_in_flight(1))
+                   : rt::BatchScheduler(pool, policy, rt::SchedulerOptions{}.set_max_in_flight(1));
   asio::io_context io;
   Gate gate;
   std::atomic<int> started{0};

@@ -20,8 +20,10 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 BackupRule enabled_rule(double multiple = 4.0, std::size_t copies = 2) {
-  return BackupRule(
-      BackupOptions{}.set_enabled(true).set_threshold_multiple(multiple).set_max_copies(copies));
+  return BackupRule(BackupOptions{}
+                        .set_mode(ata::BackupMode::on)
+                        .set_threshold_multiple(multiple)
+                        .set_max_copies(copies));
 }
 
 BackupWorker idle(double mean) { return {mean, 0, false, 0.0, 0, true}; }
@@ -63,7 +65,7 @@ TEST_CASE("backup rule: the fastest idle worker takes the task expected to finis
 }
 
 TEST_CASE("backup rule: without take-overs, only overdue tasks get copies", "[core][stragglers]") {
-  const BackupRule rule(BackupOptions{}.set_enabled(true).set_take_overs(false));
+  const BackupRule rule(BackupOptions{}.set_mode(ata::BackupMode::copies));
   std::vector<BackupWorker> view{idle(1.0), busy(3.0, 4, 1.0)};
   CHECK(rule.next(view).kind == BackupAction::Kind::none);
   view[1].elapsed = 12.0;
@@ -130,8 +132,7 @@ TEST_CASE("backup rule: an unknown mean is taken to be the largest known one",
 }
 
 TEST_CASE("backup rule: no backup copy before min_overdue", "[core][stragglers]") {
-  const BackupRule rule(
-      BackupOptions{}.set_enabled(true).set_take_overs(false).set_min_overdue(10.0));
+  const BackupRule rule(BackupOptions{}.set_mode(ata::BackupMode::copies).set_min_overdue(10.0));
   std::vector<BackupWorker> view = {busy(1.0, 0, 5.0), idle(1.0)};  // 5x its mean, < 10
   CHECK(rule.next(view).kind == BackupAction::Kind::none);
   CHECK(rule.time_to_next_overdue(view) == Approx(5.0));
@@ -153,4 +154,24 @@ TEST_CASE("backup rule: a stalled worker's unstarted tasks go to any available w
   CHECK(a.kind == BackupAction::Kind::take_over);
   CHECK(a.worker == 1);
   CHECK(a.from == 0);
+}
+
+TEST_CASE("backup modes parse from their names and back; anything else is refused by name",
+          "[core][backups][errors]") {
+  for (const auto mode : {ata::BackupMode::off, ata::BackupMode::copies, ata::BackupMode::on}) {
+    CHECK(ata::parse_backup_mode(ata::backup_mode_name(mode)) == mode);
+  }
+  CHECK(ata::backup_mode_name(ata::BackupMode::copies) == "copies");
+  CHECK_THROWS_WITH(ata::parse_backup_mode("maybe"),
+                    ContainsSubstring("off, copies or on") && ContainsSubstring("'maybe'"));
+  CHECK_THROWS_AS(ata::parse_backup_mode(""), ata::InvalidArgument);
+  CHECK_THROWS_AS(ata::parse_backup_mode("On"), ata::InvalidArgument);
+}
+
+TEST_CASE("a backup mode says what the rule does", "[core][backups]") {
+  CHECK_FALSE(BackupOptions{}.enabled());  // off by default
+  CHECK(BackupOptions{}.set_mode(ata::BackupMode::copies).enabled());
+  CHECK_FALSE(BackupOptions{}.set_mode(ata::BackupMode::copies).take_overs());
+  CHECK(BackupOptions{}.set_mode(ata::BackupMode::on).take_overs());
+  CHECK_FALSE(BackupOptions{}.min_overdue.has_value());  // the driver's default
 }

@@ -95,14 +95,16 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "every mode gives one result per task i
                         "[lanes]" ATA_LANES_TAG, LaneKinds) {
   const std::string name = GENERATE("uta", "ata-e", "ata-auto", "gta", "pull");
   // Late binding hands an allocated strategy's tasks out one by one instead.
-  const auto binding = GENERATE(rt::Binding::on_arrival, rt::Binding::late);
-  CAPTURE(TestType::name, name, binding == rt::Binding::late);
+  const bool late = GENERATE(false, true);
+  CAPTURE(TestType::name, name, late);
   constexpr std::size_t kLanes = 3;
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(kLanes));
   REQUIRE(lanes->size() == kLanes);
   auto policy = ata::make_policy(name, kLanes);
-  rt::BatchScheduler scheduler(*lanes, *policy, rt::SchedulerOptions{}.set_binding(binding));
+  rt::BatchScheduler scheduler = late
+                                     ? rt::BatchScheduler(*lanes, *policy, rt::LateBindingOptions{})
+                                     : rt::BatchScheduler(*lanes, *policy);
   for (std::size_t batch : {1, 2, 7, 64}) {
     for (int round = 0; round < 3; ++round) {
       Calls calls(kLanes);
@@ -376,8 +378,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(2));
   auto policy = ata::make_policy("ata-auto", 2);
-  rt::BatchScheduler scheduler(*lanes, *policy,
-                               rt::SchedulerOptions{}.set_binding(rt::Binding::late));
+  rt::BatchScheduler scheduler(*lanes, *policy, rt::LateBindingOptions{});
   // Lane 1 is 30x slower. Unmeasured, both lanes take a task at once, and get measured.
   const auto task = [](const rt::TaskContext& ctx) {
     std::this_thread::sleep_for(ctx.worker() == 0 ? 1ms : 30ms);
@@ -418,8 +419,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(2));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(*lanes, policy,
-                               rt::SchedulerOptions{}.set_binding(rt::Binding::late));
+  rt::BatchScheduler scheduler(*lanes, policy, rt::LateBindingOptions{});
   Gate never;
   // A deadline stops the running tasks; the queued ones are dropped.
   rt::BatchOptions soon;
@@ -473,8 +473,8 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   auto lanes = kind.make(rt::PoolOptions(kLanes));
   // Lane 0 runs tasks 0 and 1 as its quota, lanes 1 and 2 race for the rest; every copy is
   // restarted after 3 ms, and free lanes back up overdue ones.
-  auto plan = ata::Plan(kLanes).set_quota(0, 2).set_racer(1).set_racer(2).set_hedging(
-      ata::BackupOptions{}.set_enabled(true));
+  auto plan = ata::Plan(kLanes).set_quota(0, 2).set_racer(1).set_racer(2).set_backups(
+      ata::BackupOptions{}.set_mode(ata::BackupMode::on));
   for (std::size_t i = 0; i < kLanes; ++i) plan.set_restart_after(i, 0.003);
   ata::FixedPlanPolicy policy("mixed", plan);
   rt::BatchScheduler scheduler(*lanes, policy);

@@ -1,6 +1,6 @@
-// Late binding (SchedulerOptions::set_binding(Binding::late)) on WorkerPool: the rule, many
-// submitters at once, the options it refuses. tests/lanes/lane_scenarios.hpp runs it on every
-// kind of lanes too.
+// Late binding (LateBindingOptions) on WorkerPool: the rule, many
+// submitters at once, the plans it binds on arrival. tests/lanes/lane_scenarios.hpp runs it on
+// every kind of lanes too.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_exception.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -9,12 +9,14 @@
 #include <atomic>
 #include <future>
 #include <semaphore>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ata/ata.hpp"
 #include "support/eventually.hpp"
+#include "support/exactly_once.hpp"
 
 namespace {
 
@@ -23,7 +25,7 @@ using namespace std::chrono_literals;
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::MessageMatches;
 
-rt::SchedulerOptions late() { return rt::SchedulerOptions{}.set_binding(rt::Binding::late); }
+rt::LateBindingOptions late() { return rt::LateBindingOptions{}; }
 
 TEST_CASE("late binding puts a slow worker to work only where it saves time", "[runtime][late]") {
   rt::WorkerPool pool(rt::PoolOptions(2));
@@ -115,26 +117,38 @@ TEST_CASE("late binding: many submitters, each batch one result per task index",
   CHECK(scheduler.in_flight() == 0);
 }
 
-TEST_CASE("late binding refuses backups and retries; bad binding names", "[runtime][late]") {
+TEST_CASE("late binding runs what its queue cannot bound on arrival: races, own backups",
+          "[runtime][late]") {
+  constexpr std::size_t kBatch = 6;
   rt::WorkerPool pool(rt::PoolOptions(2));
-  ata::UniformPolicy uniform(2);
-  CHECK_THROWS_MATCHES(rt::BatchScheduler(pool, uniform, late().set_backups(rt::Backups::on)),
-                       ata::InvalidArgument, MessageMatches(ContainsSubstring("binding late")));
-  CHECK_THROWS_MATCHES(rt::BatchScheduler(pool, uniform, late().set_retries(1)),
-                       ata::InvalidArgument, MessageMatches(ContainsSubstring("binding late")));
+  const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
   // A pull policy's plan races, so it has nothing to bind late: it runs as planned.
   auto pull = ata::make_policy("pull", 2);
-  CHECK_THROWS_AS(rt::BatchScheduler(pool, *pull, late().set_backups(rt::Backups::on)),
-                  ata::InvalidArgument);
   rt::BatchScheduler pulled(pool, *pull, late());
-  const auto pulled_batch = pulled.run(5, [](const rt::TaskContext& ctx) { return ctx.task(); });
-  CHECK(pulled_batch.values.size() == 5);
+  const auto pulled_batch = pulled.run(kBatch, task);
+  CHECK(pulled_batch.values.size() == kBatch);
   CHECK(pulled_batch.report.dispatch == ata::Dispatch::pull);
-  CHECK(rt::parse_binding("late") == rt::Binding::late);
-  CHECK(rt::parse_binding("arrival") == rt::Binding::on_arrival);
-  CHECK_THROWS_MATCHES(
-      rt::parse_binding("early"), ata::InvalidArgument,
-      MessageMatches(ContainsSubstring("binding must be arrival or late, got 'early'")));
+
+  // Quotas with retries or backups of their own bind on arrival: the plan's quotas run, and
+  // so do its retries.
+  std::vector<std::atomic<int>> attempts(kBatch);
+  const auto flaky = [&](const rt::TaskContext& ctx) {
+    if (attempts[ctx.task()]++ == 0 && ctx.task() == 4) throw std::runtime_error("flaky");
+    return ctx.task();
+  };
+  const auto quotas = ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{4, 2}));
+  ata::FixedPlanPolicy retried("retried", ata::Plan(quotas).set_retries(1));
+  rt::BatchScheduler on_arrival(pool, retried, late());
+  const auto [values, report] = on_arrival.run(kBatch, flaky);
+  ata::testing::check_exactly_once(values, report, kBatch);
+  CHECK(report.dispatch == ata::Dispatch::allocated);
+  CHECK(report.retries == 1);
+  // The same quotas without settings of their own are handed out one by one.
+  ata::FixedPlanPolicy plain("plain", quotas);
+  rt::BatchScheduler paced(pool, plain, late());
+  CHECK(paced.run(kBatch, task).report.dispatch == ata::Dispatch::pull);
+  CHECK(paced.rounds() == 1);
+  CHECK(plain.round() == 1);
 }
 
 }  // namespace

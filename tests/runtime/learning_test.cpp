@@ -304,19 +304,35 @@ TEST_CASE("without task records the results, report totals and learning stay", "
     }
   }
   CHECK(report.worker_time() == report.busy[0] + report.busy[1]);
-  // A policy that observes every task needs the records: the option is ignored.
+  // A policy that observes every task learns from the records, which the report then drops.
   ata::AtaAutoPolicy learner(kWorkers);
   rt::BatchScheduler observed(pool, learner, rt::SchedulerOptions{}.set_task_records(false));
-  CHECK(observed.run(8, [](const rt::TaskContext&) {}).report.tasks.size() == 8);
+  CHECK(observed.run(8, [](const rt::TaskContext&) {}).report.tasks.empty());
+  CHECK(learner.stats(0).count() + learner.stats(1).count() == 8);
 }
 
-TEST_CASE("timing chunks is refused for a policy that needs every sample", "[runtime][errors]") {
-  rt::WorkerPool pool(2);
-  ata::AtaAutoPolicy policy(2);
-  REQUIRE_THROWS_AS(rt::BatchScheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true)),
-                    ata::InvalidArgument);
-  REQUIRE_THROWS_WITH(
-      rt::BatchScheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true)),
-      Catch::Matchers::ContainsSubstring("time_chunks") &&
-          Catch::Matchers::ContainsSubstring("'ata-auto'"));
+TEST_CASE("timing chunks for a policy that needs every sample: each task with its chunk's mean",
+          "[runtime]") {
+  constexpr std::size_t kWorkers = 2;
+  rt::WorkerPool pool(kWorkers);
+  ata::AtaAutoPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true));
+  const auto [values, report] = scheduler.run(8, [](const rt::TaskContext& ctx) {
+    volatile std::size_t spin = 0;
+    for (std::size_t k = 0; k < 200 * (ctx.task() + 1); ++k) spin = spin + k;
+    return ctx.task();
+  });
+  REQUIRE(values.size() == 8);
+  std::size_t observed = 0;
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    const auto& stats = policy.stats(i);
+    observed += stats.count();
+    CHECK(stats.count() == report.allocation[i]);
+    // Unequal tasks, one time per chunk: no spread within a worker's chunk.
+    if (stats.count() > 1) CHECK(stats.variance() == Catch::Approx(0.0).margin(1e-18));
+  }
+  CHECK(observed == 8);
+  for (const rt::TaskRecord& task : report.tasks) {
+    CHECK(task.duration == report.busy[task.worker] / report.allocation[task.worker]);
+  }
 }

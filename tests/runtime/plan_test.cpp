@@ -49,7 +49,7 @@ TEST_CASE("a plan's own hedging runs on threads, overriding the scheduler's back
     // Backup copies only, so that the copy of the spiking task is what the batch must do.
     ata::FixedPlanPolicy policy(
         "hedged", even_quotas(kWorkers, kEach)
-                      .set_hedging(ata::BackupOptions{}.set_enabled(true).set_take_overs(false)));
+                      .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)));
     rt::BatchScheduler scheduler(pool, policy);  // SchedulerOptions: backups off
     for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
     spike = true;
@@ -66,9 +66,11 @@ TEST_CASE("a plan's own hedging runs on threads, overriding the scheduler's back
 
   SECTION("a plan with hedging disabled gets none, with the scheduler's backups on") {
     ata::FixedPlanPolicy policy(
-        "unhedged",
-        even_quotas(kWorkers, kEach).set_hedging(ata::BackupOptions{}.set_enabled(false)));
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+        "unhedged", even_quotas(kWorkers, kEach)
+                        .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::off)));
+    rt::BatchScheduler scheduler(
+        pool, policy,
+        rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
     for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
     spike = true;
     auto [values, report] = scheduler.run(kBatch, task);
@@ -116,9 +118,9 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
   constexpr std::size_t kBatch = 4;
   rt::WorkerPool pool(kWorkers);
   const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
-  const auto refused = [&](ata::Plan plan, const rt::SchedulerOptions& options = {}) {
+  const auto refused = [&](ata::Plan plan) {
     ata::FixedPlanPolicy policy("fixed", std::move(plan));
-    rt::BatchScheduler scheduler(pool, policy, options);
+    rt::BatchScheduler scheduler(pool, policy);
     try {
       scheduler.run(kBatch, task);
     } catch (const ata::Error& e) {
@@ -127,35 +129,94 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
     }
     return std::string("not refused");
   };
-  const auto hedging = ata::BackupOptions{}.set_enabled(true);
-  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_retries(1)),
-             ContainsSubstring("'fixed'") && ContainsSubstring("retries for a plan with racers") &&
-                 ContainsSubstring("not supported"));
-  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(1)),
-             ContainsSubstring("retries for a plan with racers"));
   CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_restart_after(0, 1.0)),
-             ContainsSubstring("restart budgets for a fungible race"));
+             ContainsSubstring("'fixed'") &&
+                 ContainsSubstring("restart budgets for a fungible race") &&
+                 ContainsSubstring("not supported"));
   CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_race_kind(
                  ata::RaceKind::fungible)),
              ContainsSubstring("quotas and a fungible race"));
-  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_retries(1)),
-             ContainsSubstring("retries for a plan with racers"));
-  CHECK_THAT(refused(even_quotas(kWorkers, kBatch / kWorkers).set_hedging(hedging),
-                     rt::SchedulerOptions{}.set_binding(rt::Binding::late)),
-             ContainsSubstring("late binding"));
 
-  // What a plan sets to nothing runs: a disabled hedging of an indexed race, no retries of a
-  // race, and a fungible race's hedging, which (as in the simulator) applies to no race of
+  // What a plan sets to nothing runs: backups off in an indexed race, no retries of a race,
+  // and a fungible race's backups, which (as in the simulator) add nothing to a race of
   // interchangeable tasks.
   for (ata::Plan plan : {ata::Plan::race(kWorkers, ata::RaceKind::indexed)
-                             .set_hedging(ata::BackupOptions{}.set_enabled(false)),
+                             .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::off)),
                          ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(0),
                          ata::Plan::race(kWorkers, ata::RaceKind::fungible)
-                             .set_hedging(ata::BackupOptions{}.set_enabled(true))}) {
+                             .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on))}) {
     ata::FixedPlanPolicy policy("fixed", plan);
     rt::BatchScheduler scheduler(pool, policy);
     auto [values, report] = scheduler.run(kBatch, task);
     CHECK(values.size() == kBatch);
+  }
+}
+
+TEST_CASE("a race's retries run on threads: indexed, mixed and fungible",
+          "[runtime][plan][errors]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 6;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> attempts(kBatch);
+  // Task 1 throws on its first attempt.
+  const auto flaky = [&](const rt::TaskContext& ctx) {
+    if (ctx.task() < kBatch && attempts[ctx.task()]++ == 0 && ctx.task() == 1) {
+      throw std::runtime_error("flaky");
+    }
+    return ctx.task();
+  };
+  SECTION("an indexed race and quotas with an indexed race: task 1 runs again") {
+    for (ata::Plan plan : {ata::Plan::race(kWorkers, ata::RaceKind::indexed).set_retries(1),
+                           ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_retries(1)}) {
+      for (auto& a : attempts) a = 0;
+      ata::FixedPlanPolicy policy("retried", plan);
+      rt::BatchScheduler scheduler(pool, policy);
+      auto [values, report] = scheduler.run(kBatch, flaky);
+      check_exactly_once(values, report, kBatch);
+      CHECK(report.retries == 1);
+      CHECK(attempts[1] == 2);
+    }
+  }
+  SECTION("the scheduler's retries fill an indexed race that sets none") {
+    ata::FixedPlanPolicy policy("race", ata::Plan::race(kWorkers, ata::RaceKind::indexed));
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+    auto [values, report] = scheduler.run(kBatch, flaky);
+    check_exactly_once(values, report, kBatch);
+    CHECK(report.retries == 1);
+  }
+  SECTION("a fungible race replaces a failed task with a new one, while retries x B last") {
+    std::atomic<int> failures = 0;
+    // Every task fails until `kFailing` have; B results then come from later tasks. One
+    // racer, so that no failure ends after the B-th result (it would be surplus, uncounted).
+    constexpr int kFailing = 3;
+    const auto failing_first = [&](const rt::TaskContext& ctx) {
+      if (failures++ < kFailing) throw std::runtime_error("failing");
+      return ctx.task();
+    };
+    const std::vector<std::size_t> one_racer{1};
+    ata::FixedPlanPolicy policy("race",
+                                ata::Plan::race(kWorkers, one_racer, ata::RaceKind::fungible));
+    SECTION("retries 1: up to B failures pass") {
+      rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+      auto [values, report] = scheduler.run(kBatch, failing_first);
+      CHECK(values.size() == kBatch);
+      CHECK(report.retries == static_cast<std::size_t>(kFailing));
+      CHECK(report.allocation.total() == kBatch);
+    }
+    SECTION("retries 0: the first failure fails the batch") {
+      rt::BatchScheduler scheduler(pool, policy);
+      CHECK_THROWS_WITH(scheduler.run(kBatch, failing_first), "failing");
+    }
+    SECTION("a task that always fails fails the batch at the (retries x B + 1)-th failure") {
+      rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+      CHECK_THROWS_WITH(scheduler.run(kBatch,
+                                      [&](const rt::TaskContext&) -> std::size_t {
+                                        ++failures;
+                                        throw std::runtime_error("always");
+                                      }),
+                        "always");
+      CHECK(failures == static_cast<int>(2 * kBatch + 1));
+    }
   }
 }
 
@@ -219,9 +280,10 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
   }
 
   SECTION("restarts and hedging together: every index once, and run() returns") {
-    ata::FixedPlanPolicy policy("both", even_quotas(kWorkers, kEach)
-                                            .set_restart_after(0, 0.005)
-                                            .set_hedging(ata::BackupOptions{}.set_enabled(true)));
+    ata::FixedPlanPolicy policy(
+        "both", even_quotas(kWorkers, kEach)
+                    .set_restart_after(0, 0.005)
+                    .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
     rt::BatchScheduler scheduler(pool, policy);
     for (int round = 0; round < 3; ++round) {
       for (auto& a : attempts) a = 0;
@@ -248,7 +310,7 @@ TEST_CASE("an indexed race's hedging runs on threads: free racers back up an ove
   };
   const auto hedged_race = [] {
     return ata::Plan::race(kWorkers, ata::RaceKind::indexed)
-        .set_hedging(ata::BackupOptions{}.set_enabled(true));
+        .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on));
   };
 
   SECTION("the plan's hedging, with the scheduler's backups off") {
@@ -275,8 +337,9 @@ TEST_CASE("an indexed race's hedging runs on threads: free racers back up an ove
 
   SECTION("the scheduler's backups fill a plan that leaves hedging unset") {
     ata::FixedPlanPolicy policy("pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed));
-    rt::BatchScheduler scheduler(pool, policy,
-                                 rt::SchedulerOptions{}.set_backups(rt::Backups::copies));
+    rt::BatchScheduler scheduler(
+        pool, policy,
+        rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)));
     for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
     spike = true;
     auto [values, report] = scheduler.run(kBatch, task);
@@ -285,10 +348,12 @@ TEST_CASE("an indexed race's hedging runs on threads: free racers back up an ove
   }
 
   SECTION("a plan with hedging disabled gets none, with the scheduler's backups on") {
-    ata::FixedPlanPolicy policy("unhedged pull",
-                                ata::Plan::race(kWorkers, ata::RaceKind::indexed)
-                                    .set_hedging(ata::BackupOptions{}.set_enabled(false)));
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    ata::FixedPlanPolicy policy(
+        "unhedged pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed)
+                             .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::off)));
+    rt::BatchScheduler scheduler(
+        pool, policy,
+        rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
     const auto quick = [](const rt::TaskContext& ctx) { return ctx.task(); };
     auto [values, report] = scheduler.run(kBatch, quick);
     check_exactly_once(values, report, kBatch);
@@ -355,8 +420,8 @@ TEST_CASE("quotas and an indexed race in one batch run on threads, hedged or not
   }
 
   SECTION("with hedging: free racers help the quota worker's spiking task") {
-    ata::FixedPlanPolicy policy("hedged mixed",
-                                mixed().set_hedging(ata::BackupOptions{}.set_enabled(true)));
+    ata::FixedPlanPolicy policy(
+        "hedged mixed", mixed().set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
     rt::BatchScheduler scheduler(pool, policy);
     std::atomic<bool> spike{false};
     const auto task = [&](const rt::TaskContext& ctx) {

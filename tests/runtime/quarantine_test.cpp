@@ -31,8 +31,9 @@ class StuckLane {
   static constexpr std::size_t kWorkers = 3;
 
   StuckLane() : pool_(kWorkers), policy_({1.0, 1.0, 1.0}) {
-    rt::BatchScheduler scheduler(pool_, policy_,
-                                 rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+    rt::BatchScheduler scheduler(
+        pool_, policy_,
+        rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
     const auto gate = gate_;
     const auto make_task = [gate] {
       auto task = [gate](const rt::TaskContext& ctx) {
@@ -150,7 +151,8 @@ TEST_CASE("a stuck lane gets no share, whatever the policy and the backups",
   }
   SECTION("UTA, backup copies only") {
     ata::UniformPolicy policy(StuckLane::kWorkers);
-    check(policy, rt::SchedulerOptions{}.set_backups(rt::Backups::copies));
+    check(policy, rt::SchedulerOptions{}.set_backups(
+                      ata::BackupOptions{}.set_mode(ata::BackupMode::copies)));
   }
   SECTION("ATA-E in its first rounds, backups off") {
     ata::AtaEmpiricalPolicy policy(StuckLane::kWorkers, 1.0);
@@ -223,7 +225,9 @@ TEST_CASE("a copy that lost to a backup and ignores its stop does not hold back 
   // once lane 0 is stuck, not wait for the blocked copy.
   rt::WorkerPool pool(2);
   ata::OraclePolicy policy({1.0, 1.0});
-  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(rt::Backups::on));
+  rt::BatchScheduler scheduler(
+      pool, policy,
+      rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
   struct Gate {
     std::atomic<bool> armed{false};
     std::atomic<bool> blocked{false};

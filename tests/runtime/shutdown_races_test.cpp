@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 using ata::testing::eventually;
 using Catch::Matchers::ContainsSubstring;
 
-rt::SchedulerOptions late() { return rt::SchedulerOptions{}.set_binding(rt::Binding::late); }
+rt::LateBindingOptions late() { return rt::LateBindingOptions{}; }
 
 std::size_t from_env(const char* name, std::size_t fallback) {
   const char* value = std::getenv(name);

@@ -49,8 +49,8 @@ void check_copies_at_most(const rt::RoundReport& report, std::size_t batch, int 
   CHECK(*std::max_element(ran.begin(), ran.end()) <= copies);
 }
 
-rt::SchedulerOptions with_backups(rt::Backups mode = rt::Backups::on) {
-  return rt::SchedulerOptions{}.set_backups(mode);
+rt::SchedulerOptions with_backups(ata::BackupMode mode = ata::BackupMode::on) {
+  return rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_mode(mode));
 }
 
 // A minimal executor for PostedLanes: one thread running what is posted to it, in order.
@@ -87,29 +87,28 @@ class WorkQueue {
 }  // namespace
 
 TEST_CASE("scheduler options refuse bad backup settings", "[runtime][stragglers][errors]") {
-  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_backup_threshold(1.0),
-                    ContainsSubstring("backup threshold must be > 1") && ContainsSubstring("1"));
-  CHECK_THROWS_AS(rt::SchedulerOptions{}.set_backup_copies(0), ata::InvalidArgument);
-  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_backup_min_overdue(std::chrono::nanoseconds(-1)),
-                    ContainsSubstring("got -1 ns"));
-  CHECK(rt::SchedulerOptions{}.backup_options().min_overdue == 1e-3);
+  const auto on = ata::BackupOptions{}.set_mode(ata::BackupMode::on);
+  CHECK_THROWS_WITH(
+      rt::SchedulerOptions{}.set_backups(ata::BackupOptions{on}.set_threshold_multiple(1.0)),
+      ContainsSubstring("backup threshold_multiple must be > 1") && ContainsSubstring("1"));
+  CHECK_THROWS_AS(rt::SchedulerOptions{}.set_backups(ata::BackupOptions{on}.set_max_copies(0)),
+                  ata::InvalidArgument);
+  CHECK_THROWS_WITH(
+      rt::SchedulerOptions{}.set_backups(ata::BackupOptions{on}.set_min_overdue(-1e-9)),
+      ContainsSubstring("min_overdue must be >= 0"));
+  // Off, the settings are refused all the same: a mistake there shows before backups go on.
+  CHECK_THROWS_AS(rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}.set_max_copies(0)),
+                  ata::InvalidArgument);
   CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_stuck_after(0.5),
                     ContainsSubstring("stuck_after must be > 1") && ContainsSubstring("0.5"));
-  const auto options = with_backups(rt::Backups::copies).set_backup_threshold(3.0);
-  CHECK(options.backup_options().enabled);
-  CHECK_FALSE(options.backup_options().take_overs);
-  CHECK(options.backup_options().threshold_multiple == 3.0);
-  CHECK_FALSE(rt::SchedulerOptions{}.backup_options().enabled);
-}
-
-TEST_CASE("backup modes parse from their names, anything else is refused by name",
-          "[runtime][stragglers][errors]") {
-  CHECK(rt::parse_backups("off") == rt::Backups::off);
-  CHECK(rt::parse_backups("copies") == rt::Backups::copies);
-  CHECK(rt::parse_backups("on") == rt::Backups::on);
-  CHECK_THROWS_WITH(rt::parse_backups("maybe"),
-                    ContainsSubstring("off, copies or on") && ContainsSubstring("'maybe'"));
-  CHECK_THROWS_AS(rt::parse_backups(""), ata::InvalidArgument);
+  CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_max_in_flight(0),
+                    ContainsSubstring("max_in_flight must be >= 1"));
+  CHECK_THROWS_WITH(rt::LateBindingOptions{}.set_max_in_flight(0),
+                    ContainsSubstring("max_in_flight must be >= 1"));
+  const auto options = with_backups(ata::BackupMode::copies);
+  CHECK(options.backups().mode == ata::BackupMode::copies);
+  CHECK_FALSE(options.backups().min_overdue.has_value());  // the runtime's kDefaultMinOverdue
+  CHECK(rt::SchedulerOptions{}.backups().mode == ata::BackupMode::off);
 }
 
 TEST_CASE("a worker 50x slower on some tasks: backups give each result once, sooner",
@@ -190,7 +189,7 @@ TEST_CASE("backups copies mode runs copies but takes nothing over", "[runtime][s
   constexpr std::size_t kBatch = 9;
   rt::WorkerPool pool(kWorkers);
   ata::UniformPolicy policy(kWorkers);
-  rt::BatchScheduler scheduler(pool, policy, with_backups(rt::Backups::copies));
+  rt::BatchScheduler scheduler(pool, policy, with_backups(ata::BackupMode::copies));
   std::atomic<bool> spikes{false};
   Straggler straggler;
   const auto task = [&](const rt::TaskContext& ctx) {

@@ -43,8 +43,9 @@ TEST_CASE("stuck_after +inf means never: no lane is ever reported stuck",
           "[runtime][stragglers][errors]") {
   constexpr std::size_t kWorkers = 2;
   constexpr std::size_t kBatch = 4;
-  const auto options =
-      rt::SchedulerOptions{}.set_backups(rt::Backups::on).set_stuck_after(kInfinity);
+  const auto options = rt::SchedulerOptions{}
+                           .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on))
+                           .set_stuck_after(kInfinity);
   CHECK(options.stuck_after() == kInfinity);
   CHECK_THROWS_WITH(rt::SchedulerOptions{}.set_stuck_after(std::numeric_limits<double>::quiet_NaN()),
                     ContainsSubstring("stuck_after must be > 1") && ContainsSubstring("nan"));
@@ -101,12 +102,11 @@ TEST_CASE("a negative deadline is refused, naming it", "[runtime][errors]") {
 TEST_CASE("a huge backup threshold or min_overdue does not make the timer spin",
           "[runtime][stragglers]") {
   constexpr std::size_t kWorkers = 2;
-  rt::SchedulerOptions options = rt::SchedulerOptions{}.set_backups(rt::Backups::on);
-  SECTION("threshold 1e300") { options.set_backup_threshold(1e300); }
-  SECTION("threshold +inf") { options.set_backup_threshold(kInfinity); }
-  SECTION("min_overdue nanoseconds::max()") {
-    options.set_backup_min_overdue(std::chrono::nanoseconds::max());
-  }
+  ata::BackupOptions backups = ata::BackupOptions{}.set_mode(ata::BackupMode::on);
+  SECTION("threshold 1e300") { backups.set_threshold_multiple(1e300); }
+  SECTION("threshold +inf") { backups.set_threshold_multiple(kInfinity); }
+  SECTION("min_overdue 1e300 s, beyond the clock's range") { backups.set_min_overdue(1e300); }
+  const auto options = rt::SchedulerOptions{}.set_backups(backups);
   // No idle spinning: a lane without work sleeps, so the process burns next to no CPU time
   // while the one task sleeps, unless the timer thread spins.
   rt::WorkerPool pool(rt::PoolOptions(kWorkers).set_idle_spin(0ns));

@@ -92,7 +92,7 @@ TEST_CASE("a mixed plan: quotas first, racers claim the rest", "[sim][plan]") {
 
 TEST_CASE("racers of an indexed race hedge an overdue task once the pool is empty", "[sim][plan]") {
   ata::Plan plan = ata::Plan::race(2, ata::RaceKind::indexed);
-  plan.set_hedging(ata::BackupOptions{}.set_enabled(true));
+  plan.set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on));
   ata::FixedPlanPolicy race("race", plan);
   ata::sim::Simulation sim(constant({1.0, 100.0}), race, 2, 1);
   // Worker 0 ends index 0 at 1; worker 1's index 1 counts as overdue for worker 0 (its mean
@@ -147,8 +147,7 @@ TEST_CASE("quota plans: the shortcut and the events agree", "[sim][plan][propert
     // Hedging that never acts sends the rounds through the events.
     ata::sim::Simulation b(mixture, evented, batch, 9,
                            ata::BackupOptions{}
-                               .set_enabled(true)
-                               .set_take_overs(false)
+                               .set_mode(ata::BackupMode::copies)
                                .set_threshold_multiple(std::numeric_limits<double>::infinity()));
     for (int round = 0; round < 20; ++round) {
       const auto ra = a.run_round();
@@ -199,7 +198,7 @@ TEST_CASE("plans that cannot run a batch are refused, naming the policy", "[sim]
   CHECK_THROWS_AS(plan.set_restart_after(0, 0.0), ata::InvalidArgument);
   CHECK_THROWS_AS(plan.set_restart_after(0, std::nan("")), ata::InvalidArgument);
   CHECK_THROWS_AS(plan.set_racer(2), ata::InvalidArgument);
-  CHECK_THROWS_AS(plan.set_hedging(ata::BackupOptions{}.set_max_copies(0)), ata::InvalidArgument);
+  CHECK_THROWS_AS(plan.set_backups(ata::BackupOptions{}.set_max_copies(0)), ata::InvalidArgument);
   plan.set_restart_after(1, std::numeric_limits<double>::infinity());
   CHECK_FALSE(plan.has_restarts());
 }

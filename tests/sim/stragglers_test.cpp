@@ -15,7 +15,7 @@ using ata::models::TimeModel;
 
 namespace {
 
-const BackupOptions kOn = BackupOptions{}.set_enabled(true);
+const BackupOptions kOn = BackupOptions{}.set_mode(ata::BackupMode::on);
 
 // 12 workers with means 1..12 (shifted exponential) whose attempts hang for 100 x the mean with
 // probability 5 %.

@@ -21,7 +21,7 @@ ata::sim::ExperimentConfig small_config() {
   config.batch = 12;
   config.rounds = 40;
   config.policy.alpha = config.scenario.max_mean();
-  config.backups = ata::BackupOptions{}.set_enabled(true).set_take_overs(true).set_threshold_multiple(1.5);
+  config.backups = ata::BackupOptions{}.set_mode(ata::BackupMode::on).set_threshold_multiple(1.5);
   config.traced_rounds = 5;
   return config;
 }

@@ -5,31 +5,52 @@
 /// simulator in virtual time; a thread runtime on the clock).
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
+#include <string_view>
 
 namespace ata {
 
-/// Settings of the backup rule.
+/// What the backup rule does, by the names the apps' --backups, the service's configuration
+/// and the docs use.
+enum class BackupMode : std::uint8_t {
+  off,     ///< "off": every task runs where it was planned, and the batch waits for it
+  copies,  ///< "copies": a free worker starts backup copies of overdue tasks
+  on,      ///< "on": as copies, and it first takes over tasks other shares have not started
+};
+
+/// The mode named "off", "copies" or "on"; ata::InvalidArgument naming `name` otherwise.
+[[nodiscard]] BackupMode parse_backup_mode(std::string_view name);
+/// "off", "copies" or "on".
+[[nodiscard]] std::string_view backup_mode_name(BackupMode mode) noexcept;
+
+/// Settings of the backup rule: its mode and the parameters of its copies (used unless the
+/// mode is off).
 struct BackupOptions {
-  /// Off: the batch waits for every allocated task where it was allocated.
-  bool enabled = false;
+  BackupMode mode = BackupMode::off;
   /// A running copy is overdue once it has run threshold_multiple x its worker's learned mean
   /// (> 1; +infinity: take-overs only, never a backup copy). 4 means a probability of
   /// e^-4 = 1.8 % for exponential times and e^-7 = 0.09 % for the paper's shifted ones.
   double threshold_multiple = 4.0;
   /// Copies of one task that may run at once, the original included (>= 1; 1: take-overs only).
   std::size_t max_copies = 2;
-  /// No backup copy of a copy that has run less than this (>= 0, in the driver's time unit):
-  /// a thread runtime sets it above its own latency, so that tasks of microseconds, whose
-  /// jitter passes any multiple of their mean, are not copied for nothing. 0 in virtual time.
-  double min_overdue = 0.0;
-  /// Whether an idle worker takes over other workers' unstarted tasks (step 1 of the rule);
-  /// false: backup copies only.
-  bool take_overs = true;
+  /// No backup copy of a copy that has run less than this (>= 0, in the driver's time unit).
+  /// Unset: the driver's default, 0 in virtual time and 1 ms on threads
+  /// (runtime::SchedulerOptions::kDefaultMinOverdue), above the runtime's own latency, so that
+  /// tasks of microseconds, whose jitter passes any multiple of their mean, are not copied for
+  /// nothing.
+  std::optional<double> min_overdue;
 
-  BackupOptions& set_enabled(bool value) noexcept {
-    enabled = value;
+  /// Whether the rule does anything (mode copies or on).
+  [[nodiscard]] bool enabled() const noexcept { return mode != BackupMode::off; }
+  /// Whether a free worker takes over other workers' unstarted tasks (step 1 of the rule; mode
+  /// on).
+  [[nodiscard]] bool take_overs() const noexcept { return mode == BackupMode::on; }
+
+  BackupOptions& set_mode(BackupMode value) noexcept {
+    mode = value;
     return *this;
   }
   BackupOptions& set_threshold_multiple(double value) noexcept {
@@ -44,11 +65,6 @@ struct BackupOptions {
     min_overdue = value;
     return *this;
   }
-  BackupOptions& set_take_overs(bool value) noexcept {
-    take_overs = value;
-    return *this;
-  }
-
   friend bool operator==(const BackupOptions&, const BackupOptions&) = default;
 };
 
@@ -87,7 +103,7 @@ struct BackupAction {
 /// copy's running time with Policy::observe_censored().
 ///
 /// @code
-/// ata::BackupRule rule(ata::BackupOptions{}.set_enabled(true));
+/// ata::BackupRule rule(ata::BackupOptions{}.set_mode(ata::BackupMode::on));
 /// std::vector<ata::BackupWorker> view = describe_batch();  // the driver's state
 /// for (auto a = rule.next(view); a.kind != ata::BackupAction::Kind::none; a = rule.next(view)) {
 ///   apply(a);  // moves a task or starts a copy, and updates `view`
@@ -96,11 +112,10 @@ struct BackupAction {
 /// @endcode
 ///
 /// The decisions, fastest available worker first (least learned mean, then lowest index):
-/// 1. Take-over (unless BackupOptions::take_overs is false): the worker whose last unstarted task
-/// is expected to finish last (its running
-///    copy's expected remaining time, mean - elapsed, plus unstarted x mean) gives that task to
-///    the available worker when the latter's mean is below that expected finish (always, when
-///    the worker is stalled).
+/// 1. Take-over (mode on only): the worker whose last unstarted task is expected to finish
+///    last (its running copy's expected remaining time, mean - elapsed, plus unstarted x mean)
+///    gives that task to the available worker when the latter's mean is below that expected
+///    finish (always, when the worker is stalled).
 /// 2. Backup copy: of the running copy most overdue (largest elapsed / threshold), when fewer
 ///    than max_copies copies of its task run, it has run threshold_multiple x its worker's mean,
 ///    and at least the available worker's mean (a copy that has run t is, under heavy tails,
@@ -112,7 +127,7 @@ struct BackupAction {
 class BackupRule {
  public:
   /// Throws ata::InvalidArgument for a threshold_multiple that is NaN or <= 1, max_copies 0, or
-  /// a min_overdue that is NaN or negative.
+  /// a min_overdue that is NaN or negative. An unset min_overdue counts as 0.
   explicit BackupRule(const BackupOptions& options);
 
   [[nodiscard]] const BackupOptions& options() const noexcept { return options_; }

@@ -28,7 +28,7 @@ enum class Dispatch {
 enum class RaceKind : std::uint8_t {
   /// The race claims task indices: each racer that becomes free starts the lowest unstarted
   /// index of the race's pool (the indices the quotas leave, [sum of quotas, B)), so exactly
-  /// one copy of each index runs unless hedging adds copies. The batch ends when every index
+  /// one copy of each index runs unless backups add copies. The batch ends when every index
   /// has a result.
   indexed,
   /// Tasks are interchangeable samples (stochastic gradients): racers start new tasks back to
@@ -63,22 +63,22 @@ using Role = std::variant<Idle, Quota, Racer>;
 /// ata::Plan race = ata::Plan::race(4, fastest, ata::RaceKind::fungible);
 /// // Quotas with backup copies of overdue tasks, and a task restarted after 5 s on worker 1.
 /// ata::Plan hedged = ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{2, 2}))
-///                        .set_hedging(ata::BackupOptions{}.set_enabled(true))
+///                        .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies))
 ///                        .set_restart_after(1, 5.0);
 /// @endcode
 ///
 /// The batch's task indices 0..B-1: quota workers own consecutive ranges in worker order
 /// (worker 0's a_0 first); the rest, [sum of quotas, B), form the race's pool. Beside the
 /// roles a plan may carry:
-/// - hedging (ata::BackupRule's options): a worker that is free (a quota worker done with its
-///   share, a racer of an indexed race once the pool is empty) takes over unstarted quota tasks
-///   or runs a copy of an overdue one; the first copy to finish wins, the others are stopped
-///   and their time censored;
+/// - backups (ata::BackupRule's options: the batch's hedging): a worker that is free (a quota
+///   worker done with its share, a racer of an indexed race once the pool is empty) takes
+///   over unstarted quota tasks or runs a copy of an overdue one; the first copy to finish
+///   wins, the others are stopped and their time censored;
 /// - retries: how often a task that throws is run again elsewhere (thread and MPI runtimes);
 /// - restart budgets: a copy on worker i that has run restart_after(i) is stopped, its time
 ///   censored, and the same task started afresh on that worker (the idea of MindFlayer SGD:
 ///   under heavy tails a fresh draw beats waiting).
-/// A setting left unset (hedging(), retries()) takes the driver's default: the options the
+/// A setting left unset (backups(), retries()) takes the driver's default: the options the
 /// simulator or the scheduler was built with.
 ///
 /// A plain value type: copies are independent; not synchronised.
@@ -109,8 +109,8 @@ class Plan {
   [[nodiscard]] RaceKind race_kind() const noexcept { return race_kind_; }
   /// The plan's shape (Dispatch::allocated for a plan without racers).
   [[nodiscard]] Dispatch dispatch() const noexcept;
-  /// The hedging rule, when the plan sets one.
-  [[nodiscard]] const std::optional<BackupOptions>& hedging() const noexcept { return hedging_; }
+  /// The backup rule's settings (the batch's hedging), when the plan sets them.
+  [[nodiscard]] const std::optional<BackupOptions>& backups() const noexcept { return backups_; }
   /// Retries per task, when the plan sets them.
   [[nodiscard]] const std::optional<std::size_t>& retries() const noexcept { return retries_; }
   /// Worker `worker`'s restart budget in seconds (model units in virtual time); +infinity:
@@ -131,7 +131,7 @@ class Plan {
     return *this;
   }
   /// Throws ata::InvalidArgument for settings ata::BackupRule refuses.
-  Plan& set_hedging(const BackupOptions& hedging);
+  Plan& set_backups(const BackupOptions& backups);
   Plan& set_retries(std::size_t retries) noexcept {
     retries_ = retries;
     return *this;
@@ -140,7 +140,7 @@ class Plan {
   /// ata::InvalidArgument for a worker out of range or a budget that is NaN or <= 0.
   Plan& set_restart_after(std::size_t worker, double seconds);
 
-  /// Every worker idle, no hedging, retries or restarts; keeps the storage for `workers`.
+  /// Every worker idle, no backups, retries or restarts; keeps the storage for `workers`.
   void reset(std::size_t workers);
 
   /// Throws ata::Error, naming `policy`, unless the plan can run a batch of `batch` tasks on
@@ -157,7 +157,7 @@ class Plan {
   std::vector<unsigned char> racer_;  // per worker
   std::vector<std::size_t> racers_;   // ascending
   RaceKind race_kind_ = RaceKind::indexed;
-  std::optional<BackupOptions> hedging_;
+  std::optional<BackupOptions> backups_;
   std::optional<std::size_t> retries_;
   std::vector<double> restart_after_;  // empty: no restarts; else one budget per worker
 };

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The Policy interface: one object plans every round (ata::Plan: quotas, races, hedging,
+/// The Policy interface: one object plans every round (ata::Plan: quotas, races, backups,
 /// restarts) and learns from the measured task times, complete and censored. The simulator,
 /// the thread pool and the MPI back-end drive the same policy objects through this interface.
 
@@ -30,7 +30,7 @@ namespace ata {
 /// Each round starts with plan() (or, for a strategy whose plans are quotas, allocate(): the
 /// plan's quotas). The round counter k starts at 0 and plan() advances it, so the first plan
 /// is round 1's. observe() may be called at any time, in any order of workers. A strategy
-/// that allocates implements choose(); one that plans races, hedging or restarts implements
+/// that allocates implements choose(); one that plans races, backups or restarts implements
 /// choose_plan().
 ///
 /// Not thread-safe by itself: one thread at a time may call its methods. Every driver of the

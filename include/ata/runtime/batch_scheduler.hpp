@@ -59,25 +59,25 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   batch, below).
 /// What runs on threads of what a plan may carry, as the simulator (lib/sim/simulation.cpp)
 /// interprets it:
-/// - quotas with hedging, retries or restart budgets: a tracked batch (Stragglers below). A
-///   plan's own hedging and retries (Plan::hedging(), Plan::retries()) override the
+/// - quotas with backups, retries or restart budgets: a tracked batch (Stragglers below). A
+///   plan's own backups and retries (Plan::backups(), Plan::retries()) override the
 ///   SchedulerOptions defaults for that batch; the scheduler's options fill what the plan
-///   leaves unset, as the simulator's BackupOptions do. A plan's BackupOptions are taken as
-///   they are, min_overdue included (0 by default: set it above the runtime's latency for
-///   tasks of microseconds). A copy on worker i that has run Plan::restart_after(i) gets a
-///   stop request, is recorded as a discarded TaskRecord and reported to the policy as
-///   censored (Policy::observe_censored()), and the same task starts afresh on worker i once
-///   that copy has returned; whatever it returns is discarded (RoundReport::restarts).
-/// - an indexed race, alone or with quotas, with hedging or restart budgets: tracked too.
-///   The racers claim the race's indices one by one; once none is left, a free racer (and a
-///   quota worker done with its share) runs a take-over of an unstarted quota task or a backup
-///   copy of an overdue task by the same rule, the first copy to finish giving the result.
-///   Hedging comes from the plan, else from SchedulerOptions::set_backups().
-/// - a fungible race: hedging does not apply to one (as in the simulator).
-/// Refused with ata::Error before anything runs, never ignored: quotas with a fungible race;
-/// retries (> 0) in a plan with racers; restart budgets of a fungible race; hedging, retries
-/// or restart budgets of its own under Binding::late. SchedulerOptions::set_retries() applies
-/// to plans of quotas only.
+///   leaves unset, as the simulator's BackupOptions do. An unset
+///   BackupOptions::min_overdue is SchedulerOptions::kDefaultMinOverdue on threads. A copy on
+///   worker i that has run Plan::restart_after(i) gets a stop request, is recorded as a
+///   discarded TaskRecord and reported to the policy as censored
+///   (Policy::observe_censored()), and the same task starts afresh on worker i once that copy
+///   has returned; whatever it returns is discarded (RoundReport::restarts).
+/// - an indexed race, alone or with quotas, with backups, retries or restart budgets: tracked
+///   too. The racers claim the race's indices one by one; once none is left, a free racer (and
+///   a quota worker done with its share) runs a take-over of an unstarted quota task or a
+///   backup copy of an overdue task by the same rule, the first copy to finish giving the
+///   result.
+/// - a fungible race: backups have nothing to add (its racers compute until any B results
+///   are in); a failed attempt is replaced by a new task while retries last.
+/// Refused with ata::Error before anything runs, never ignored: quotas with a fungible race,
+/// and restart budgets of a fungible race (the threads do not run them yet).
+/// docs/runtime.md ("Options") has every option against every kind of plan.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
 /// (ATA_TASK_CLOCK=steady in the environment forces steady_clock). While it runs, each worker
@@ -87,10 +87,10 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// policy whose needs_every_sample() is true (ATA-Auto) observes every accepted task's
 /// duration instead. Either way it learns from exactly what ran; a stopped surplus task
 /// teaches nothing: its time was cut short. SchedulerOptions::set_time_chunks() trades the
-/// per-task times of allocated batches for one clock read per chunk.
+/// per-task times of untracked quotas for one clock read per chunk.
 ///
 /// Stragglers (SchedulerOptions::set_backups(), set_retries(); docs/stragglers.md): in an
-/// allocated batch (and, for backup copies, an indexed race), a worker done with its share
+/// allocated batch (and an indexed race), a worker done with its share
 /// takes over tasks other shares have not started and runs backup copies of tasks running
 /// past a multiple of their worker's learned mean (ata::BackupRule, the simulator's rule); the
 /// first copy to finish gives the result, exactly one per index; the others are stopped and the
@@ -102,8 +102,8 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
-/// Cost: B is at most kMaxBatch. A tracked batch (quotas with backups, retries or restarts;
-/// an indexed race with hedging or restarts; quotas with an indexed race) also takes its
+/// Cost: B is at most kMaxBatch. A tracked batch (quotas or an indexed race with backups,
+/// retries or restarts; quotas with an indexed race) also takes its
 /// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
 /// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
 /// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in
@@ -122,10 +122,11 @@ class BatchScheduler {
   /// above) is about 240 MB. Larger batches are better split into several.
   static constexpr std::size_t kMaxBatch = std::size_t{1} << 22;
 
-  /// Borrows `lanes` and `policy`, which must outlive the scheduler. Throws
-  /// ata::InvalidArgument when policy.workers() != lanes.size(), or when options ask to time
-  /// chunks and policy.needs_every_sample().
+  /// Borrows `lanes` and `policy`, which must outlive the scheduler; binds each batch when it
+  /// arrives. Throws ata::InvalidArgument when policy.workers() != lanes.size().
   BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOptions& options = {});
+  /// As above, with late binding (LateBindingOptions).
+  BatchScheduler(Lanes& lanes, Policy& policy, const LateBindingOptions& options);
   /// Batches still in flight must have completed (their waiters returned, their handlers
   /// run) before the scheduler is destroyed.
   ~BatchScheduler();
@@ -223,9 +224,9 @@ class BatchScheduler {
   [[nodiscard]] Lanes& lanes() noexcept { return lanes_; }
   /// Batches this scheduler started so far. Thread-safe.
   [[nodiscard]] std::size_t rounds() const;
-  /// Batches admitted and not yet complete (at most options().max_in_flight()). Thread-safe.
+  /// Batches admitted and not yet complete (at most the options' max_in_flight()).
+  /// Thread-safe.
   [[nodiscard]] std::size_t in_flight() const;
-  [[nodiscard]] const SchedulerOptions& options() const noexcept { return options_; }
 
   /// Throws ata::InvalidArgument for batch = 0 or batch > kMaxBatch, or a negative
   /// options.deadline.

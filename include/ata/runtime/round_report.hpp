@@ -51,19 +51,21 @@ struct RoundReport {
   std::vector<std::chrono::nanoseconds> busy;
   /// From the call to run() until it returned: the caller's wait, allocation included.
   std::chrono::nanoseconds wall{0};
-  /// Every task that ran, by task index; B of them are accepted. With
-  /// SchedulerOptions::set_time_chunks(), each task of an allocated chunk has the chunk's
-  /// mean duration. Allocated batches with backups, retries or restarts, and pull or mixed
-  /// batches with hedging or restarts (tracked): tasks[j] is task j's accepted copy (its
+  /// Every task that ran, by task index; B of them are accepted. Empty with
+  /// SchedulerOptions::set_task_records(false) (discarded() is then 0). With
+  /// SchedulerOptions::set_time_chunks(), each task of an untracked quota has its chunk's
+  /// mean duration. Allocated, pull or mixed batches with backups, retries or restarts
+  /// (tracked): tasks[j] is task j's accepted copy (its
   /// worker may differ from the allocation's), and the discarded copies, restarted copies and
   /// failed attempts follow the B of them.
   std::vector<TaskRecord> tasks;
-  /// Batches with hedging: tasks an idle worker took over from another's share.
+  /// Batches with backups: tasks an idle worker took over from another's share.
   std::size_t takeovers = 0;
-  /// Batches with hedging (quotas, or an indexed race): backup copies started (of tasks
+  /// Batches with backups (quotas, or an indexed race): backup copies started (of tasks
   /// running past the threshold).
   std::size_t backup_copies = 0;
-  /// Allocated batches with retries: failed attempts run again.
+  /// Batches with retries: failed attempts run again (in a fungible race, replaced by new
+  /// tasks).
   std::size_t retries = 0;
   /// Batches whose plan sets restart budgets (Plan::restart_after()): copies stopped at their
   /// worker's budget and started afresh on it (each a discarded record).

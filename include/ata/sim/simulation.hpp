@@ -25,7 +25,7 @@ struct RoundRecord {
   /// racers, else of the tasks each worker completed.
   double proxy_loss = 0.0;
   double optimal_proxy_loss = 0.0;  ///< min_a l(a, mu): OFTA's proxy loss
-  /// With hedging (see Simulation): unstarted quota tasks taken over by free workers, backup
+  /// With backups (see Simulation): unstarted quota tasks taken over by free workers, backup
   /// copies started, copies stopped because another copy finished first, and the most copies
   /// any one task had.
   std::size_t takeovers = 0;
@@ -66,7 +66,7 @@ struct CopyRecord {
 ///   index of the race's pool in an indexed race (pull), a new sample in a fungible one (GTA);
 /// - the round ends when every index has a result (quotas, indexed races), or at the B-th
 ///   result of a fungible race, whoever gives it; what runs then is stopped;
-/// - hedging (the plan's, else the one this simulation was built with): whenever a worker is
+/// - backups (Plan::backups(), else the ones this simulation was built with): whenever a worker is
 ///   free (a quota worker done with its share, a racer of an indexed race once the pool is
 ///   empty) while the round still waits, the shared BackupRule decides whether it takes over
 ///   another worker's unstarted quota task or starts a backup copy of an overdue one; it is
@@ -79,7 +79,7 @@ struct CopyRecord {
 /// finish gives its result and is observed (Policy::observe()); every copy stopped before its
 /// end (another copy won, the budget passed, the fungible round ended) is reported with
 /// Policy::observe_censored() for the time it ran, which counts as worker time. A plan of
-/// quotas alone, without hedging or restarts, takes a shortcut with the same outcome: worker
+/// quotas alone, without backups or restarts, takes a shortcut with the same outcome: worker
 /// by worker, its tasks' times observed in worker order.
 ///
 /// When a scenario's WorkerChange takes effect and the policy is an OraclePolicy, the simulation
@@ -104,7 +104,7 @@ struct CopyRecord {
 /// Not thread-safe; the policy must outlive the simulation and have scenario.workers() workers.
 class Simulation {
  public:
-  /// `backups`: the hedging of rounds whose plan sets none. Throws ata::InvalidArgument if
+  /// `backups`: the backups of rounds whose plan sets none. Throws ata::InvalidArgument if
   /// batch = 0, the policy has another number of workers, or the backup options are invalid
   /// (see BackupRule).
   Simulation(models::Scenario scenario, Policy& policy, std::size_t batch, std::uint64_t seed,

@@ -127,6 +127,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   BatchStatus status_ = BatchStatus::failed;
   std::exception_ptr error_;
   std::size_t round_ = 0;
+  bool observe_every_task_ = false;  // the policy's needs_every_sample(), read at the plan
   std::shared_ptr<Batch> completed_;
 };
 
