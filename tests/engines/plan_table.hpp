@@ -39,6 +39,12 @@ inline std::vector<PlanCase> plan_cases() {
   const auto race = [](std::size_t n, Q members, RaceKind kind) {
     return Plan::race(n, members, kind);
   };
+  // Quotas, the other workers racing for the indices the quotas leave.
+  const auto mixed = [](Q q, Q members) {
+    Plan plan = Plan::quotas(Allocation(std::move(q)));
+    for (std::size_t w : members) plan.set_racer(w);
+    return plan.set_race_kind(RaceKind::indexed);
+  };
   const auto indexed = RaceKind::indexed;
   const auto fungible = RaceKind::fungible;
   std::vector<PlanCase> cases{
@@ -50,6 +56,8 @@ inline std::vector<PlanCase> plan_cases() {
       {"fungible {1,2} of 3", race(3, {1, 2}, fungible), 4},
       {"fungible {0,1} of 3", race(3, {0, 1}, fungible), 5},  // a tie at the B-th result
       {"fungible {0,2,3} of 4", race(4, {0, 2, 3}, fungible), 7},
+      {"quotas {2,0,0}, indexed {1,2}", mixed({2, 0, 0}, {1, 2}), 7},
+      {"quotas {0,1,0,2}, indexed {0,2}", mixed({0, 1, 0, 2}, {0, 2}), 6},
   };
   for (std::size_t b : {1, 2, 4, 7}) {
     cases.push_back({"indexed, all 3", Plan::race(3, indexed), b});
