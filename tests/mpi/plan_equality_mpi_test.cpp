@@ -42,9 +42,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <future>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,7 +91,7 @@ std::vector<std::uint64_t> receive_u64s(int from, int tag, MPI_Status& status) {
   return values;
 }
 
-// Polls hot for a moment, then briefly sleeps: seven threads share two cores here.
+// Polls hot for a moment, then briefly sleeps: six threads (two on rank 0) share two cores.
 void back_off(std::size_t& polls) {
   if (++polls < 100) {
     std::this_thread::yield();
@@ -379,6 +380,57 @@ ata::mpi::RankOptions gated_options() {
   return o;
 }
 
+// Runs `c` on ranks 0..n through a scheduler of its own, driven by `gates`; "" or the first
+// problem. Whatever happens, the plan's ranks leave serve_tasks() before this returns (else the
+// job is aborted), so that the next plan starts from a clean state.
+std::string run_plan(const PlanCase& c, const Expected& e, RankGates& gates,
+                     std::optional<ata::mpi::RankBatch>& batch) {
+  const std::size_t n = c.plan.workers();
+  for (auto& received : g_results_received) received = 0;
+  for (std::size_t r = 1; r <= kMaxWorkers; ++r) send_u64s({n}, static_cast<int>(r), kNext);
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(g_plan_comm[n], &comm);
+  ata::FixedPlanPolicy policy(c.name, c.plan);
+  std::string problem;
+  {
+    ata::mpi::RankScheduler root(comm, policy, gated_options());
+    auto running = std::async(std::launch::async, [&] { return root.run(c.batch, "gated", {}); });
+    problem = drive(c, e, gates);
+    // A fungible race: what still runs must stop on its own, at the root's stop.
+    for (const auto& [key, stopped] : expected_stops(c, e)) {
+      if (problem.empty() && stopped && !gates.await_return(key)) {
+        problem = "copy " + to_string(key) + " was not stopped after the B-th result; " +
+                  gates.describe();
+      }
+    }
+    if (!problem.empty()) gates.open_all();
+    if (running.wait_for(kPatience) != std::future_status::ready) {
+      // run() still waits on a rank: nothing can end this job cleanly.
+      std::fprintf(stderr, "%s: %s\nthe batch never returned; %s\n", c.name.c_str(),
+                   problem.c_str(), gates.describe().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    try {
+      batch = running.get();
+    } catch (const std::exception& error) {
+      if (problem.empty()) problem = std::string("run() threw: ") + error.what();
+    }
+    (void)root.shutdown();
+    if (!gates.await_done()) {
+      if (problem.empty()) problem = "a rank never left serve_tasks(); " + gates.describe();
+      gates.open_all();  // a task still blocked on its gate
+      if (!gates.await_done()) MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+  // Every rank is out of serve_tasks(), so whatever it sent the root is here: a result left
+  // unreceived is one a stopped copy sent instead of dropping it.
+  int unreceived = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, ata::mpi::wire::kResults, comm, &unreceived, MPI_STATUS_IGNORE);
+  if (problem.empty() && unreceived) problem = "a stopped copy sent its result to the root";
+  MPI_Comm_free(&comm);
+  return problem;
+}
+
 }  // namespace
 
 // Rank 0's MPI_Mrecv: the scheduler's receipts, counted for the controller (see the top).
@@ -398,49 +450,11 @@ TEST_CASE("engines over MPI: a plan has the same outcome in the simulator and on
           "[engines][plan][mpi]") {
   for (const PlanCase& c : plan_cases()) {
     CAPTURE(c.name, c.batch);
-    const std::size_t n = c.plan.workers();
     const Expected e = simulate(c);
-    for (auto& received : g_results_received) received = 0;
-    for (std::size_t r = 1; r <= kMaxWorkers; ++r) send_u64s({n}, static_cast<int>(r), kNext);
-    MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_dup(g_plan_comm[n], &comm);
-    ata::FixedPlanPolicy policy(c.name, c.plan);
-    RankGates gates(n);
-    std::string problem;
-    {
-      ata::mpi::RankScheduler root(comm, policy, gated_options());
-      auto running = std::async(std::launch::async, [&] { return root.run(c.batch, "gated", {}); });
-      problem = drive(c, e, gates);
-      // A fungible race: what still runs must stop on its own, at the root's stop.
-      for (const auto& [key, stopped] : expected_stops(c, e)) {
-        if (problem.empty() && stopped && !gates.await_return(key)) {
-          problem = "copy " + to_string(key) + " was not stopped after the B-th result; " +
-                    gates.describe();
-        }
-      }
-      if (!problem.empty()) gates.open_all();
-      if (running.wait_for(kPatience) != std::future_status::ready) {
-        // run() still waits on a rank: nothing can end this job cleanly.
-        std::fprintf(stderr, "%s: %s\nthe batch never returned; %s\n", c.name.c_str(),
-                     problem.c_str(), gates.describe().c_str());
-        MPI_Abort(MPI_COMM_WORLD, 3);
-      }
-      const ata::mpi::RankBatch batch = running.get();
-      (void)root.shutdown();
-      if (!gates.await_done()) {
-        if (problem.empty()) problem = "a rank never left serve_tasks(); " + gates.describe();
-        gates.open_all();  // a task still blocked on its gate
-        if (!gates.await_done()) MPI_Abort(MPI_COMM_WORLD, 3);
-      }
-      // Every rank is out of serve_tasks(), so whatever it sent the root is here: a result
-      // left unreceived is one a stopped copy sent instead of dropping it.
-      int unreceived = 0;
-      MPI_Iprobe(MPI_ANY_SOURCE, ata::mpi::wire::kResults, comm, &unreceived, MPI_STATUS_IGNORE);
-      if (problem.empty() && unreceived) problem = "a stopped copy sent its result to the root";
-      REQUIRE(problem == "");
-      CHECK(compare(c, e, gates, batch) == "");
-    }
-    MPI_Comm_free(&comm);
+    RankGates gates(c.plan.workers());
+    std::optional<ata::mpi::RankBatch> batch;
+    REQUIRE(run_plan(c, e, gates, batch) == "");
+    CHECK(compare(c, e, gates, *batch) == "");
   }
 }
 
