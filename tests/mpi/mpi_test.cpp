@@ -224,7 +224,7 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   refused(one_quota().set_racer(1).set_restart_after(0, 5.0), "restart budgets");
 }
 
-TEST_CASE("indexed races run every index once, beside quotas too", "[mpi]") {
+TEST_CASE("an indexed race runs every index once with or without quotas beside it", "[mpi]") {
   // Pull (an indexed race of every rank) and quotas {2, 0, 0} with ranks 1 and 2 racing for
   // indices 2..6: each index's result is its own, and a quota stays on its rank.
   const auto pull = policy("pull");
