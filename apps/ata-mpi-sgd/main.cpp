@@ -29,8 +29,8 @@ std::size_t worker_ranks() {
   return static_cast<std::size_t>(size - 1);
 }
 
-// The command line as every rank reads it: the worker count is the ranks', and pull (a shared
-// queue of tasks) does not exist across ranks. Returns nothing for --help.
+// The command line as every rank reads it: the worker count is the ranks'. Returns nothing for
+// --help.
 std::optional<ml::TrainingOptions> options(int argc, char** argv) {
   auto command_line = ml::parse_training_options(argc, argv, ml::Method::sgd);
   if (command_line.help) return std::nullopt;
@@ -48,7 +48,6 @@ std::optional<ml::TrainingOptions> options(int argc, char** argv) {
         "to MPI ranks: each rank is one worker, slowed by the scenario");
   }
   o.workers = ranks;
-  std::erase(o.strategies, std::string("pull"));
   return o;
 }
 
@@ -135,9 +134,7 @@ int root_main(int argc, char** argv) {
     const auto o = options(argc, argv);
     if (!o) {
       std::fputs(ml::parse_training_options(argc, argv, ml::Method::sgd).help->c_str(), stdout);
-      std::puts(
-          "\nOver MPI: one worker per rank beyond rank 0 (--workers is mpirun's -n - 1); "
-          "the pull strategy is not available.");
+      std::puts("\nOver MPI: one worker per rank beyond rank 0 (--workers is mpirun's -n - 1).");
       return 0;
     }
     check_cluster(ml::make_training_config(*o, ml::Method::sgd));

@@ -215,17 +215,21 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
   ++s.batches;
   plan.check(batch, n, s.policy->name());
-  if (plan.dispatch() == Dispatch::pull || plan.dispatch() == Dispatch::mixed) {
-    throw Error("policy '" + std::string(s.policy->name()) + "' planned " +
-                (plan.dispatch() == Dispatch::pull ? "an indexed race (a shared queue)"
-                                                   : "quotas and racers in one batch") +
-                ", which the rank back-end does not offer");
-  }
   const bool greedy = plan.dispatch() == Dispatch::greedy;
+  const bool indexed = !plan.racers().empty() && plan.race_kind() == RaceKind::indexed;
+  std::string refused;
+  if (plan.dispatch() == Dispatch::mixed && !indexed) refused = "quotas and a fungible race";
+  if (plan.backups()) refused = "backups of its own";
+  if (plan.retries()) refused = "retries";
+  if (plan.has_restarts()) refused = "restart budgets";
+  if (!refused.empty()) {
+    throw Error("policy '" + std::string(s.policy->name()) + "' planned " + refused +
+                ", which the rank back-end does not run");
+  }
 
   RankBatch out;
   auto& report = out.report;
-  report.dispatch = greedy ? Dispatch::greedy : Dispatch::allocated;
+  report.dispatch = plan.dispatch();
   report.allocation = Allocation(n);
   report.busy.assign(n, nanoseconds{0});
   out.results.resize(batch);
@@ -236,6 +240,22 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::vector<Share> shares;            // allocated mode: outstanding shares
   std::vector<bool> started(n, false);  // greedy mode: ranks computing this round
   std::vector<Clock::time_point> started_at(n, start);
+  // An indexed race's pool is [sum of quotas, B); next_claim is its lowest unstarted index. A
+  // racer claims one index at a time, here on the root, so each index is started exactly once
+  // and in the order the racers become free.
+  std::size_t next_claim = batch;
+  const auto claim_if_free = [&](std::size_t w) {
+    const bool busy =
+        std::any_of(shares.begin(), shares.end(), [&](const Share& sh) { return sh.worker == w; });
+    if (next_claim >= batch || s.lost[w] || !plan.is_racer(w) || busy) return;
+    s.send(w, wire::kWork, s.work_message(false, task, {next_claim}, input));
+    shares.push_back(Share{w, {next_claim}, s.deadline_for(w, 1)});
+    ++next_claim;
+  };
+  const auto any_live_racer = [&] {
+    return std::any_of(plan.racers().begin(), plan.racers().end(),
+                       [&](std::size_t w) { return !s.lost[w]; });
+  };
 
   if (greedy) {
     // A greedy rank answers at least once per round (a result or its stop), so silence since
@@ -259,6 +279,10 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       for (std::size_t t = 0; t < a[w]; ++t) (s.lost[w] ? moved : per[w]).push_back(next++);
       if (!s.lost[w]) load[w] = a[w];
     }
+    next_claim = next;
+    if (indexed && !any_live_racer()) {  // the pool is shared out as lost ranks' quotas are
+      while (next_claim < batch) moved.push_back(next_claim++);
+    }
     if (!moved.empty()) {
       // Every rank lost: nothing is sent, and the tasks wait below for a rank to answer.
       const auto spread = s.spread(moved, load);
@@ -271,6 +295,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       s.send(w, wire::kWork, s.work_message(false, task, per[w], input));
       shares.push_back(Share{w, per[w], s.deadline_for(w, per[w].size())});
     }
+    // The racers' first claims, in worker order, as the simulator starts them at t = 0.
+    for (const std::size_t w : plan.racers()) claim_if_free(w);
   }
 
   auto last_progress = Clock::now();
@@ -294,6 +320,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           started_at[w] = Clock::now();
           s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
         }
+        if (indexed) claim_if_free(w);
       }
       if (status->MPI_TAG == wire::kStopped) continue;
       if (round != s.round) {
@@ -331,6 +358,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           return std::find(answered.begin(), answered.end(), t) != answered.end();
         });
       });
+      if (indexed) claim_if_free(w);
       continue;
     }
     s.reap_sends();
@@ -361,6 +389,10 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           s.mark(w, RankEvent::Kind::lost, out.events);
         }
       }
+    }
+    // Every racer lost: the unclaimed pool goes to live ranks like an overdue share.
+    if (indexed && next_claim < batch && !any_live_racer()) {
+      while (next_claim < batch) overdue_tasks.push_back(next_claim++);
     }
     overdue_tasks.insert(overdue_tasks.end(), unassigned.begin(), unassigned.end());
     unassigned.clear();

@@ -63,13 +63,16 @@ class Worker {
         slowdown_(options.slowdown(index)),
         rng_(options.seed(), index) {}
 
-  // One task with its slowdown; false when a greedy round was stopped meanwhile.
+  // One task with its slowdown; false when a greedy round was stopped meanwhile (the task's
+  // result is then dropped).
   bool run_one(const Work& w, const TaskFunction& f, std::uint64_t number, wire::Writer& out) {
     const auto start = Clock::now();
-    const TaskInput in{w.round, number, w.input};
+    TaskInput in{w.round, number, w.input, {}};
+    if (w.greedy) in.stop = [this] { return message_waiting(comm_); };
     Bytes result;
     for (std::size_t r = 0; r < slowdown_.repetitions(); ++r) result = f(in);
     if (!delay(slowdown_, slowdown_.draw(w.round, rng_), comm_, w.greedy)) return false;
+    if (in.stop_requested()) return false;  // ended after the round did: its result is surplus
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
     out.u64(number);
     out.u64(static_cast<std::uint64_t>(took.count()));

@@ -1,7 +1,8 @@
 #pragma once
 // One interpretation of a plan (issue 20): the same plan run by the virtual-time simulator and
 // by the thread runtime gives the same outcome: who ran which task, which results count, and
-// which copies were stopped.
+// which copies were stopped. The plans and the simulator's outcome of each are in
+// plan_table.hpp, which the MPI back-end's test (tests/mpi/plan_equality_mpi_test.cpp) shares.
 //
 // How the threads are made deterministic. Every task blocks on a gate of its own, keyed by
 // (worker, ctx.task()), after noting that it started; the test thread opens the gates in the
@@ -70,10 +71,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
-#include "ata/core/fixed_plan_policy.hpp"
-#include "ata/models/scenario.hpp"
-#include "ata/models/time_model.hpp"
-#include "ata/sim/simulation.hpp"
+#include "engines/plan_table.hpp"
 #include "lanes/lane_kinds.hpp"
 #include "support/eventually.hpp"
 
@@ -84,112 +82,6 @@ using namespace std::chrono_literals;
 
 // How long the test waits for any one step of the threads before failing.
 inline constexpr std::chrono::seconds kPatience{20};
-
-// One plan of the table, for a batch of `batch` tasks.
-struct PlanCase {
-  std::string name;
-  Plan plan;
-  std::size_t batch = 0;
-};
-
-// Worker i's constant task time in the simulator: distinct integers, so that sums are exact
-// and ties between workers (2 + 2 + 2 = 3 + 3) happen at exactly equal times.
-inline std::vector<double> task_times(std::size_t workers) {
-  const std::vector<double> times{2.0, 3.0, 5.0, 7.0};
-  return {times.begin(), times.begin() + static_cast<std::ptrdiff_t>(workers)};
-}
-
-inline std::vector<PlanCase> plan_cases() {
-  using Q = std::vector<std::size_t>;
-  const auto quotas = [](Q q) { return Plan::quotas(Allocation(std::move(q))); };
-  const auto race = [](std::size_t n, Q members, RaceKind kind) {
-    return Plan::race(n, members, kind);
-  };
-  const auto indexed = RaceKind::indexed;
-  const auto fungible = RaceKind::fungible;
-  std::vector<PlanCase> cases{
-      {"quotas {3,0,2}", quotas({3, 0, 2}), 5},
-      {"quotas {1,2,0,3}", quotas({1, 2, 0, 3}), 6},
-      {"quotas {0,0,1}", quotas({0, 0, 1}), 1},
-      {"indexed {0,2} of 3", race(3, {0, 2}, indexed), 5},
-      {"indexed {1,2,3} of 4", race(4, {1, 2, 3}, indexed), 7},
-      {"fungible {1,2} of 3", race(3, {1, 2}, fungible), 4},
-      {"fungible {0,1} of 3", race(3, {0, 1}, fungible), 5},  // a tie at the B-th result
-      {"fungible {0,2,3} of 4", race(4, {0, 2, 3}, fungible), 7},
-  };
-  for (std::size_t b : {1, 2, 4, 7}) {
-    cases.push_back({"indexed, all 3", Plan::race(3, indexed), b});
-    cases.push_back({"fungible, all 3", Plan::race(3, fungible), b});
-  }
-  for (std::size_t b : {3, 6}) {
-    cases.push_back({"indexed, all 4", Plan::race(4, indexed), b});
-    cases.push_back({"fungible, all 4", Plan::race(4, fungible), b});
-  }
-  return cases;
-}
-
-inline bool fungible(const Plan& plan) {
-  return !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
-}
-
-struct Key {
-  std::size_t worker = 0;
-  std::size_t task = 0;
-  friend auto operator<=>(const Key&, const Key&) = default;
-};
-
-inline std::string to_string(const Key& key) {
-  return "(worker " + std::to_string(key.worker) + ", task " + std::to_string(key.task) + ")";
-}
-
-// What the simulator did with one plan, and what the threads are therefore expected to do.
-struct Expected {
-  std::vector<sim::CopyRecord> copies;   // the simulator's copy log
-  std::vector<sim::TaskResult> results;  // last_results()
-  // The accepted copies in the simulator's event order: end time, ties by lower worker.
-  std::vector<sim::CopyRecord> order;
-  // Fungible race: samples started at the instant of the B-th result by racers whose result
-  // came just before it; stopped at once, so not in the copy log (see the header comment).
-  std::vector<Key> unlogged;
-  // Per worker: the tasks it starts, in order (the copy log's, then the unlogged ones).
-  std::vector<std::vector<std::size_t>> starts;
-};
-
-inline Expected simulate(const PlanCase& c) {
-  const std::size_t n = c.plan.workers();
-  std::vector<models::TimeModel> models;
-  for (double t : task_times(n)) models.push_back(models::TimeModel::constant(t));
-  FixedPlanPolicy policy(c.name, c.plan);
-  sim::Simulation simulation(models::Scenario("engines", std::move(models)), policy, c.batch,
-                             /*seed=*/1);
-  simulation.set_copy_records(true);
-  (void)simulation.run_round();
-  Expected e;
-  e.copies = simulation.last_copies();
-  e.results = simulation.last_results();
-  for (const auto& copy : e.copies) {
-    if (copy.outcome == sim::CopyRecord::Outcome::accepted) e.order.push_back(copy);
-  }
-  std::stable_sort(e.order.begin(), e.order.end(), [](const auto& a, const auto& b) {
-    return a.end != b.end ? a.end < b.end : a.worker < b.worker;
-  });
-  if (fungible(c.plan) && !e.order.empty()) {
-    // The simulator numbers its samples in start order; the unlogged ones started last.
-    std::size_t numbered = 0;
-    for (const auto& copy : e.copies) numbered = std::max(numbered, copy.task + 1);
-    const double last = e.order.back().end;
-    for (std::size_t m = 0; m + 1 < e.order.size(); ++m) {
-      if (e.order[m].end == last) e.unlogged.push_back({e.order[m].worker, numbered++});
-    }
-  }
-  e.starts.assign(n, {});
-  std::vector<sim::CopyRecord> by_start = e.copies;
-  std::stable_sort(by_start.begin(), by_start.end(),
-                   [](const auto& a, const auto& b) { return a.start < b.start; });
-  for (const auto& copy : by_start) e.starts[copy.worker].push_back(copy.task);
-  for (const Key& key : e.unlogged) e.starts[key.worker].push_back(key.task);
-  return e;
-}
 
 // Gates keyed by (worker, task): a task notes its start and blocks until the test opens its
 // gate or its stop is requested; the test waits, bounded, for starts and returns.

@@ -1,4 +1,4 @@
-// [engines] The plans of plan_equality.hpp through the simulator and through the thread runtime
+// [engines] The plans of plan_table.hpp through the simulator and through the thread runtime
 // on ArenaLanes (oneTBB). Labelled [tbb] and kept out of ThreadSanitizer runs, as the [lanes]
 // tests on arenas: Debian's libtbb is not instrumented. [serial]: every lane of a plan must
 // get a TBB thread at once (the test blocks them all), which other tests' load can delay, as

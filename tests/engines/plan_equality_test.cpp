@@ -1,4 +1,4 @@
-// [engines] One interpretation of a plan (issue 20): the plans of plan_equality.hpp through the
+// [engines] One interpretation of a plan (issue 20): the plans of plan_table.hpp through the
 // simulator and through the thread runtime on every kind of lanes that needs no oneTBB
 // (WorkerPool, PostedLanes over std::threads, the three AsioLanes kinds); everything here also
 // runs under ThreadSanitizer. The oneTBB kinds are in plan_equality_tbb_test.cpp. Also: the

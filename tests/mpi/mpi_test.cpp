@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ata/core/error.hpp"
+#include "ata/core/fixed_plan_policy.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
@@ -202,13 +203,53 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   }
   const auto four = ata::make_policy("uta", kWorkers + 1);
   REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *four), ata::InvalidArgument);
-  const auto pull = ata::make_policy("pull", kWorkers);
-  ata::mpi::RankScheduler pulled(MPI_COMM_WORLD, *pull);
-  try {
-    (void)pulled.run(3, "number", {});
-    FAIL("an indexed race must be refused");
-  } catch (const ata::Error& e) {
-    REQUIRE(std::string(e.what()).find("an indexed race") != std::string::npos);
+  // What the rank back-end does not run is refused by name, never ignored.
+  const auto refused = [](ata::Plan plan, const std::string& what) {
+    ata::FixedPlanPolicy fixed("fixed", std::move(plan));
+    ata::mpi::RankScheduler planned(MPI_COMM_WORLD, fixed);
+    try {
+      (void)planned.run(3, "number", {});
+      FAIL("a plan with " << what << " must be refused");
+    } catch (const ata::Error& e) {
+      INFO(e.what());
+      REQUIRE(std::string(e.what()).find("planned " + what) != std::string::npos);
+    }
+  };
+  const auto one_quota = [] { return ata::Plan::quotas(ata::Allocation({1, 0, 0})); };
+  refused(one_quota().set_racer(1).set_racer(2).set_race_kind(ata::RaceKind::fungible),
+          "quotas and a fungible race");
+  refused(one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
+          "backups of its own");
+  refused(one_quota().set_racer(1).set_retries(1), "retries");
+  refused(one_quota().set_racer(1).set_restart_after(0, 5.0), "restart budgets");
+}
+
+TEST_CASE("an indexed race runs every index once with or without quotas beside it", "[mpi]") {
+  // Pull (an indexed race of every rank) and quotas {2, 0, 0} with ranks 1 and 2 racing for
+  // indices 2..6: each index's result is its own, and a quota stays on its rank.
+  const auto pull = policy("pull");
+  ata::FixedPlanPolicy mixed(
+      "mixed", ata::Plan::quotas(ata::Allocation({2, 0, 0})).set_racer(1).set_racer(2));
+  for (ata::Policy* p : {pull.get(), static_cast<ata::Policy*>(&mixed)}) {
+    CAPTURE(p->name());
+    ata::mpi::RankScheduler root(MPI_COMM_WORLD, *p, patient());
+    for (std::size_t round = 1; round <= 10; ++round) {
+      const auto batch = root.run(7, "number", {});
+      REQUIRE(batch.report.dispatch ==
+              (p == pull.get() ? ata::Dispatch::pull : ata::Dispatch::mixed));
+      for (std::size_t t = 0; t < 7; ++t) {
+        REQUIRE(value(batch.results[t]) == static_cast<double>(t));
+      }
+      REQUIRE(accepted(batch.report) == 7);
+      REQUIRE(batch.report.tasks.size() == 7);  // one copy per index
+      REQUIRE(batch.report.allocation.total() == 7);
+      REQUIRE(batch.events.empty());
+      if (p == &mixed) {
+        REQUIRE(batch.report.allocation[0] == 2);
+        REQUIRE(batch.report.tasks[0].worker == 0);
+        REQUIRE(batch.report.tasks[1].worker == 0);
+      }
+    }
   }
 }
 

@@ -73,14 +73,18 @@ struct RankBatch {
 ///
 /// Each batch runs the policy's plan (ata::Plan). Quotas (Dispatch::allocated): each rank's
 /// quota is sent as one share (task numbers and the batch input); each rank answers once with
-/// its results and per-task times, which the policy observes. A fungible race
-/// (Dispatch::greedy: GTA, or a race of a subset): every live racer computes tasks until B results are
-/// in, sending each as it finishes; then the root sends a stop, a rank drops its running task,
-/// and any result still on its way is discarded by round number (TaskRecord::accepted = false
-/// when it arrives before the batch ends, counted in late_answers after). A greedy rank is
-/// busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
-/// stopped task ends. Indexed races (pull) and mixed plans are refused: run() throws
-/// ata::Error.
+/// its results and per-task times, which the policy observes. An indexed race (Dispatch::pull,
+/// or Dispatch::mixed beside quotas): the root hands the race's pool [sum of quotas, B) out
+/// one index at a time, the lowest unstarted one to each racer at the start (in worker order)
+/// and again each time a racer answers, so every index runs once; a claim is a share of one
+/// task, with its deadline. A fungible race (Dispatch::greedy: GTA, or a race of a subset):
+/// every live racer computes tasks until B results are in, sending each as it finishes; then
+/// the root sends a stop, a rank drops its running task (TaskInput::stop_requested() turns
+/// true), and any result still on its way is discarded by round number (TaskRecord::accepted =
+/// false when it arrives before the batch ends, counted in late_answers after). A greedy rank
+/// is busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
+/// stopped task ends. Refused (run() throws ata::Error): quotas mixed with a fungible race, and
+/// a plan with backups, retries or restart budgets of its own.
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
@@ -107,7 +111,8 @@ class RankScheduler {
   /// ata::InvalidArgument for batch = 0 or after shutdown(), and ata::Error when a task
   /// throws on its rank (the message names the rank and the task's error), when no rank
   /// answers for RankOptions::give_up_after, or when the policy's plan is one the rank
-  /// back-end does not run (an indexed race, quotas mixed with racers).
+  /// back-end does not run (quotas mixed with a fungible race; backups, retries or restart
+  /// budgets set by the plan).
   [[nodiscard]] RankBatch run(std::size_t batch, const std::string& task, const Bytes& input);
 
   /// Tells every worker rank to stop serving (never waiting on a stalled one) and returns

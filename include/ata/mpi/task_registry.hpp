@@ -20,11 +20,19 @@ using Bytes = std::vector<std::byte>;
 struct TaskInput {
   /// The batch number, 1-based (the scheduler's round).
   std::size_t round = 0;
-  /// The task's number: 0..B-1 in allocated mode; in greedy mode a number no other task of the
-  /// round has (worker w's k-th task is w + k * workers), not its place among the results.
+  /// The task's number: its index 0..B-1 under quotas and in an indexed race; in a fungible
+  /// race (greedy mode) a number no other task of the round has (worker w's k-th task is
+  /// w + k * workers), not its place among the results.
   std::size_t task = 0;
   /// The batch's input, the same for every task of the round (for SGD: the current point).
   std::span<const std::byte> input;
+  /// In a fungible race, whether the root has ended the round (its B results are in); empty
+  /// elsewhere, where every task's result counts. A long task may poll stop_requested() and
+  /// return early, as a thread task polls TaskContext::stop_requested(): the result of a task
+  /// that returns after the stop is dropped, never sent.
+  std::function<bool()> stop;
+
+  [[nodiscard]] bool stop_requested() const { return stop && stop(); }
 };
 
 /// A task: a plain function of its input, returning its serialised result.
