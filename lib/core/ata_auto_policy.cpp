@@ -9,6 +9,7 @@
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
 #include "core/normal_sampler.hpp"
+#include "core/plan_evaluator.hpp"
 #include "core/round_time_allocator.hpp"
 #include "core/task_time_shape.hpp"
 
@@ -74,6 +75,22 @@ constexpr std::size_t kShapeMinSamples = 16;
 // The shape's resampling generator is the seed's, moved this far along.
 constexpr std::uint64_t kShapeStream = 0x3c6ef372fe94f82bULL;
 
+// The plan evaluator's draws come from the seed moved this far along.
+constexpr std::uint64_t kPlanStream = 0xa54ff53a5f1d36f1ULL;
+// Evaluations of the plans are at least this many rounds apart; beyond that, as far apart as
+// keeps their task draws per round at about n + B, a round's own cost (step 5).
+constexpr std::size_t kMinEvaluationGap = 16;
+// The evaluation's quotas: solve_with_shape() this many times, so that its count of workers
+// (which moves one step per comparison, every fourth call) walks towards the shape's best.
+constexpr std::size_t kEvaluationSolves = 16;
+// The exposure test (step 5): a racer's window is tested once it expects kExposureWindow
+// finished tasks, and closes at 3 kExposureWindow; an alarm needs at most kExposureDeficit of
+// the expected count and a Poisson (Chernoff) log-probability below kExposureAlarm, divided by
+// the pooled cv^2 when above 1 (a renewal count's variance is about cv^2 times its mean).
+constexpr double kExposureWindow = 16.0;
+constexpr double kExposureDeficit = 0.25;
+constexpr double kExposureAlarm = -18.42;  // log(1e-8)
+
 // Mixes the seed so that seeds 0, 1, 2, ... start far apart in SplitMix64's sequence.
 std::uint64_t initial_state(std::uint64_t seed) noexcept {
   std::uint64_t s = seed ^ 0x6a09e667f3bcc909ULL;
@@ -90,6 +107,7 @@ AtaAutoPolicy::Options checked(const AtaAutoPolicy::Options& o) {
     throw InvalidArgument("ata-auto exploration_budget must be in [0, 1), got " +
                           detail::to_text(o.exploration_budget));
   }
+  o.objective.check();
   return o;
 }
 
@@ -119,7 +137,12 @@ AtaAutoPolicy::AtaAutoPolicy(std::size_t workers, const Options& options)
       exploring_(workers, 0),
       allocator_(std::make_unique<detail::RoundTimeAllocator>()),
       shape_(std::make_unique<detail::TaskTimeShape>(initial_state(options.seed ^ kShapeStream))),
-      random_state_(initial_state(options.seed)) {
+      random_state_(initial_state(options.seed)),
+      evaluator_(std::make_unique<detail::PlanEvaluator>(initial_state(options.seed ^ kPlanStream))),
+      evaluation_allocator_(std::make_unique<detail::RoundTimeAllocator>()),
+      rounds_by_racers_(workers + 1, 0),
+      exposure_(workers, 0.0),
+      exposure_finished_(workers, 0) {
   for (std::size_t i = 0; i < workers; ++i) {
     prev_[i] = i == 0 ? workers : i - 1;
     next_[i] = i + 1;
@@ -140,7 +163,9 @@ double AtaAutoPolicy::estimated_mean(std::size_t worker) const {
 }
 
 double AtaAutoPolicy::corrected_mean(const Worker& w) noexcept {
-  return w.count == 0 ? 0.0 : w.mean + w.censored / static_cast<double>(w.count);
+  if (w.count == 0) return 0.0;
+  const double beyond = w.censored - static_cast<double>(w.censored_count) * w.shift;
+  return w.mean + std::max(beyond, 0.0) / static_cast<double>(w.count);
 }
 
 std::size_t AtaAutoPolicy::estimated_samples(std::size_t worker) const {
@@ -178,6 +203,7 @@ void AtaAutoPolicy::pool_add(std::size_t worker) {
 
 void AtaAutoPolicy::add(std::size_t worker, double seconds, double log_seconds) {
   Worker& w = workers_[worker];
+  w.shift = w.count == 0 ? seconds : std::min(w.shift, seconds);
   ring_[worker * kWindow + w.count % kWindow] = seconds;
   log_ring_[worker * kWindow + w.count % kWindow] = log_seconds;
   ++w.count;
@@ -245,8 +271,12 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
     residual = std::clamp((log_seconds - centre) / sd, -kClip, kClip);
   }
   // Out of sample (the mean before this time), so that a long time is not shrunk by itself; not
-  // while the worker is under test, whose mean may be that of its old speed.
-  if (!testing && w.count >= kShapeMinSamples) {
+  // while the worker is under test, whose mean may be that of its old speed; not in a race,
+  // whose finished times are the short ones (step 5).
+  if (racing_) {
+    exposure_[worker] += seconds;
+    ++exposure_finished_[worker];
+  } else if (!testing && w.count >= kShapeMinSamples) {
     const double mean = corrected_mean(w);
     if (mean > 0.0) shape_->add(seconds / mean);
   }
@@ -257,12 +287,64 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   if (options_.change_threshold < std::numeric_limits<double>::infinity()) test_for_change(worker);
 }
 
-// A censored time t (the task ran at least t) adds t to the worker's time on test and nothing to
-// its count: the exponential likelihood's correction (see the class comment). Only the posterior
-// centre moves; the cv, the pool and the change test see finished times only.
+// A censored time t (the task ran at least t) adds (t - shift)^+ to the worker's time on test and
+// nothing to its count (step 3 of the class comment). Only the posterior centre moves; the cv,
+// the pool and the change test see finished times only. In a race it also feeds the exposure
+// test, and counts as an observation for the exploration's order (a probe stopped unfinished is
+// not probed again at once).
 void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
-  workers_[worker].censored += seconds;
-  if (workers_[worker].count > 0) stale_[worker] = 1;  // an unseen worker stays unseen
+  Worker& w = workers_[worker];
+  if (w.count == 0 || seconds > w.shift) {
+    w.censored += seconds;
+    ++w.censored_count;
+    if (w.count > 0) stale_[worker] = 1;  // an unseen worker stays unseen
+  }
+  if (racing_) {
+    touch(worker);
+    exposure_[worker] += seconds;
+    test_exposure(worker);
+  }
+}
+
+// A racer that finished far fewer tasks than its time on test predicts has slowed down: its
+// statistics restart from the window, its time on test over its finished tasks (or, with none,
+// the time on test taken as one task: a lower bound). See step 5 of the class comment.
+void AtaAutoPolicy::test_exposure(std::size_t worker) {
+  const double mean = corrected_mean(workers_[worker]);
+  if (!(mean > 0.0)) return;
+  const double expected = exposure_[worker] / mean;
+  if (expected < kExposureWindow) return;
+  const auto finished = static_cast<double>(exposure_finished_[worker]);
+  if (finished <= kExposureDeficit * expected) {
+    double log_p = finished - expected;
+    if (finished > 0.0) log_p += finished * std::log(expected / finished);
+    if (log_p / std::max(1.0, pooled_cv2()) < kExposureAlarm) {
+      const std::size_t keep = std::min({exposure_finished_[worker], kWindow, workers_[worker].count});
+      double kept = 0.0;
+      const std::size_t count = workers_[worker].count;
+      for (std::size_t j = 1; j <= keep; ++j) kept += ring_[worker * kWindow + (count - j) % kWindow];
+      const double on_test = exposure_[worker];
+      if (keep > 0) {
+        restart(worker, keep);
+        Worker& w = workers_[worker];
+        w.censored = std::max(on_test - kept, 0.0);  // counted whole: no shift comes off it
+        w.censored_count = 0;
+      } else {
+        pool_remove(worker);
+        workers_[worker] = Worker{};
+        add(worker, on_test, std::log(on_test));
+        pool_add(worker);
+        ++changes_detected_;
+      }
+      exposure_[worker] = 0.0;
+      exposure_finished_[worker] = 0;
+      return;
+    }
+  }
+  if (expected >= 3.0 * kExposureWindow) {
+    exposure_[worker] = 0.0;
+    exposure_finished_[worker] = 0;
+  }
 }
 
 // Adds one residual to the worker's sequential test. Every suffix of the test's times (at least
@@ -379,6 +461,109 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
   for (std::size_t j = 0; j < keep; ++j) add(worker, times[j], logs[j]);
   pool_add(worker);
   ++changes_detected_;
+}
+
+void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
+  racing_ = false;
+  if (options_.race && backlog().empty() && shape_->ready() && unseen_ < workers()) {
+    if (changes_detected_ != changes_at_evaluation_) {  // a change brings the evaluation forward
+      changes_at_evaluation_ = changes_detected_;
+      const std::size_t gap = next_evaluation_ - evaluated_at_;
+      next_evaluation_ = std::min(next_evaluation_, evaluated_at_ + std::max<std::size_t>(1, gap / 8));
+    }
+    if (round() >= next_evaluation_) evaluate_plans(batch);
+    if (racers_ > 0) {
+      race(batch, out);
+      racing_ = true;
+      return;
+    }
+  }
+  Policy::choose_plan(batch, out);
+  ++rounds_by_racers_[0];
+}
+
+// Known workers by estimated mean (ties by index) into order_ and sorted_means_.
+void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
+  const std::size_t n = workers();
+  order_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (workers_[i].count > 0) order_.push_back(i);
+  }
+  std::sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) {
+    const double ma = corrected_mean(workers_[a]);
+    const double mb = corrected_mean(workers_[b]);
+    return ma < mb || (ma == mb && a < b);
+  });
+  sorted_means_.resize(order_.size());
+  for (std::size_t j = 0; j < order_.size(); ++j) sorted_means_[j] = corrected_mean(workers_[order_[j]]);
+  // The quotas of step 2 over the fastest, with the estimated means (no posterior noise).
+  const std::size_t k = std::min(batch, order_.size());
+  const double pool = pooled_cv2();
+  const double per_scale2 = 1.0 / (options_.exploration * options_.exploration);
+  candidate_means_.assign(sorted_means_.begin(), sorted_means_.begin() + static_cast<std::ptrdiff_t>(k));
+  candidate_estimates_ = candidate_means_;
+  candidate_cv2_.resize(k);
+  candidate_caps_.resize(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::size_t i = order_[j];
+    if (stale_[i]) refresh(i);
+    candidate_cv2_[j] = (pool_weight_[i] * pool + own_[i]) * static_cast<double>(workers_[i].count) * per_scale2;
+    candidate_caps_[j] = kRamp * workers_[i].count;
+  }
+  for (std::size_t r = 0; r < kEvaluationSolves; ++r) {
+    evaluation_allocator_->solve_with_shape(candidate_means_, candidate_cv2_, candidate_caps_,
+                                            candidate_estimates_, batch, candidate_tasks_, *shape_);
+  }
+  sorted_quotas_.assign(order_.size(), 0);
+  std::copy(candidate_tasks_.begin(), candidate_tasks_.begin() + static_cast<std::ptrdiff_t>(k),
+            sorted_quotas_.begin());
+  const PlanEstimate best = evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
+                                               options_.objective.price(n), *options_.race);
+  racers_ = best.racers;
+  race_wall_ = best.wall;
+  race_objective_ = best.objective;
+  last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());
+  ++evaluations_;
+  evaluated_at_ = round();
+  next_evaluation_ = round() + std::max(kMinEvaluationGap, evaluator_->events() / (n + batch));
+  changes_at_evaluation_ = changes_detected_;
+}
+
+// A race of the racers_ known workers of least estimated mean, plus exploratory racers while the
+// credit lasts (each charged p x the predicted wall: the work it adds).
+void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
+  const std::size_t n = workers();
+  order_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (workers_[i].count > 0) order_.push_back(i);
+  }
+  const std::size_t m = std::min(racers_, order_.size());
+  std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(m - 1), order_.end(),
+                   [this](std::size_t a, std::size_t b) {
+                     const double ma = corrected_mean(workers_[a]);
+                     const double mb = corrected_mean(workers_[b]);
+                     return ma < mb || (ma == mb && a < b);
+                   });
+  for (std::size_t j = 0; j < m; ++j) exploring_[order_[j]] = 1;  // not explored: they race
+  explored_.clear();
+  pick_explored(batch);
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::size_t i = order_[j];
+    out.set_racer(i);
+    exploring_[i] = 0;
+    last_allocated_[i] = round();
+  }
+  const double price = options_.objective.price(n);
+  for (const std::size_t i : explored_) {
+    out.set_racer(i);
+    exploring_[i] = 0;
+    credit_ -= price * race_wall_;
+  }
+  exploratory_tasks_ += explored_.size();
+  credit_ = std::min(credit_ + options_.exploration_budget * race_objective_,
+                     kCreditRounds * race_objective_);
+  out.set_race_kind(*options_.race);
+  ++rounds_by_racers_[m];
 }
 
 void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {

@@ -7,14 +7,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "ata/core/objective.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/core/policy.hpp"
 #include "ata/core/solver.hpp"
 
 namespace ata::detail {
+class PlanEvaluator;
 class RoundTimeAllocator;
 class TaskTimeShape;
 }
@@ -79,13 +84,18 @@ namespace ata {
 ///    played until the next comparison (not with a backlog: load-aware rounds keep the rule). A worker gets at most twice as many tasks as it has
 ///    times since its last change, so that an estimate from a few lucky times costs one
 ///    bounded round.
-/// 3. Censored times (Policy::observe_censored: a copy stopped after t because a backup
-///    finished first) enter the mean as "total time on test": the mean used for worker i is
-///    (sum of its finished times + sum of its censored times) / (number of finished times), the
-///    maximum-likelihood mean of exponential times under right-censoring, so a worker whose
-///    tasks get stopped is not taken for faster than it is; the spread, the pooled cv and the
-///    change test use finished times only (a censored time is a lower bound, not a draw).
-///    Censored times of a worker not yet seen wait for its first finished one.
+/// 3. Censored times (Policy::observe_censored: a copy stopped after t, because a backup
+///    finished first or a race ended) enter the mean as time on test beyond a shift: the mean
+///    used for worker i is s_i + (sum over finished times of (t - s_i) + sum over censored times
+///    of (t - s_i)^+) / (number of finished times), s_i the smallest finished time since the
+///    last change. That is the maximum-likelihood mean of shifted exponential times under
+///    right-censoring (the paper's law), and of exponential times as s_i tends to 0: a worker
+///    whose tasks get stopped is not taken for faster than it is, and a copy stopped before the
+///    shift says nothing (racing stops slow members early in every round). Without censored
+///    times it is the plain mean. The spread, the pooled cv, the shape and the change test use
+///    finished times only (a censored time is a lower bound, not a draw). Censored times of a
+///    worker not yet seen wait for its first finished one; a censored time at or below s_i when
+///    it comes is dropped, and one that s_i later falls below counts from then on.
 /// 4. Every observation feeds a change test per worker: the clipped log-times of its last 4,
 ///    8 and 16 tasks are compared with its older ones; a shift of more than
 ///    Options::change_threshold standard errors restarts the worker's statistics from those
@@ -95,6 +105,25 @@ namespace ata {
 ///    suffix; below -4 sqrt(length) its statistics restart from that suffix (a worker that sped
 ///    up while idle is found); while they average below -0.5 it is probed again each round,
 ///    for at most 12 times.
+///
+/// 5. Plans (only with Options::race set): which plan of the round minimises the objective
+///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
+///    estimates: once the shape is learned (1,024 ratios), and then every few hundred rounds (as
+///    many as keep the evaluation's cost per round at about one round's own), the quotas of
+///    step 2 (computed with the estimated means, no posterior noise) and races of the m workers
+///    of smallest estimated mean (m on a doubling grid, refined around the best) are simulated
+///    under the learned laws, worker i's time being its estimated mean times a ratio drawn from
+///    the shape, 64 rounds each on common draws (detail::PlanEvaluator). The cheapest is played
+///    until the next evaluation, which a detected change brings forward (an eighth of the gap).
+///    While racing, the members are re-picked every round from the estimates (a member whose
+///    censored times push its mean up leaves), the exploration credit grows by
+///    Options::exploration_budget of the predicted objective and each exploratory racer costs p
+///    x the predicted wall, and the shape learns only from quota rounds (a race's finished
+///    times are biased short: the long ones are stopped). A racer that finishes far fewer tasks
+///    than its time on test predicts (a Poisson count of at most a quarter of its expectation,
+///    probability below 1e-8, widened by the pooled cv^2 for heavy tails) restarts its
+///    statistics from that window: racing hides slowdowns from the test of step 4, whose
+///    finished times no longer come.
 ///
 /// Sound when: times of one worker are i.i.d. between changes with a finite variance; the
 /// workers' laws are close to a scale family (time = work / speed: the same shape, different
@@ -141,7 +170,17 @@ class AtaAutoPolicy final : public Policy {
     /// draws them.
     double exploration_budget = 0.02;
 
+    /// How ata-auto may race (step 5): std::nullopt allocates only (every plan is quotas);
+    /// RaceKind::fungible when tasks are interchangeable samples (stochastic gradients), the
+    /// kind of `race:M`; RaceKind::indexed when every task index must run (a race then claims
+    /// them one by one). A driver that refuses races (MPI refuses indexed ones) needs nullopt.
+    std::optional<RaceKind> race;
+    /// What a plan costs: wall + p x worker time (p = 1/n by default). Read only with race set.
+    Objective objective;
+
     Options& set_seed(std::uint64_t value) noexcept { seed = value; return *this; }
+    Options& set_race(std::optional<RaceKind> value) noexcept { race = value; return *this; }
+    Options& set_objective(const Objective& value) noexcept { objective = value; return *this; }
     Options& set_exploration(double value) noexcept { exploration = value; return *this; }
     Options& set_change_threshold(double value) noexcept { change_threshold = value; return *this; }
     Options& set_exploration_budget(double value) noexcept {
@@ -150,8 +189,17 @@ class AtaAutoPolicy final : public Policy {
     }
   };
 
+  /// The estimated objective of one candidate plan per round (step 5).
+  struct PlanEstimate {
+    std::size_t racers = 0;  ///< 0: the quotas; m: a race of the m fastest
+    double wall = 0.0;
+    double work = 0.0;
+    double objective = 0.0;  ///< wall + p x work
+  };
+
   /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, a
-  /// change_threshold that is NaN or <= 0, or an exploration_budget outside [0, 1).
+  /// change_threshold that is NaN or <= 0, an exploration_budget outside [0, 1), or an invalid
+  /// work price.
   AtaAutoPolicy(std::size_t workers, const Options& options);
   /// With the default Options (seed 0). Throws ata::InvalidArgument for workers = 0.
   explicit AtaAutoPolicy(std::size_t workers);
@@ -178,6 +226,20 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] std::size_t changes_detected() const noexcept { return changes_detected_; }
   /// How many of those came from probes of idle workers (a worker that sped up while idle).
   [[nodiscard]] std::size_t rediscoveries() const noexcept { return rediscoveries_; }
+  /// The racers of the plan chosen at the last evaluation (0: quotas; always 0 without
+  /// Options::race).
+  [[nodiscard]] std::size_t chosen_racers() const noexcept { return racers_; }
+  /// Rounds played per plan: entry 0 counts quota rounds, entry m races of m chosen workers
+  /// (exploratory racers not counted); n + 1 entries.
+  [[nodiscard]] std::span<const std::size_t> rounds_by_racers() const noexcept {
+    return rounds_by_racers_;
+  }
+  /// Every candidate's estimate at the last evaluation (empty before the first), quotas first.
+  [[nodiscard]] std::span<const PlanEstimate> last_evaluation() const noexcept {
+    return last_evaluation_;
+  }
+  /// How many evaluations of the plans were made.
+  [[nodiscard]] std::size_t evaluations() const noexcept { return evaluations_; }
   /// Exploratory tasks given so far (the first round's included).
   [[nodiscard]] std::size_t exploratory_tasks() const noexcept { return exploratory_tasks_; }
   /// The most workers that get an exploratory task in one round of `batch` tasks:
@@ -197,10 +259,16 @@ class AtaAutoPolicy final : public Policy {
     double log_mean = 0.0;
     double log_m2 = 0.0;
     double relative_m2 = 0.0;  // m2 / mean^2, as last added to the pool
-    double censored = 0.0;     // sum of the censored times since the last change
+    double shift = 0.0;        // the smallest finished time (0 while unseen)
+    double censored = 0.0;     // sum and count of the censored times kept (step 3)
+    std::size_t censored_count = 0;
   };
 
+  void choose_plan(std::size_t batch, Plan& out) override;
   void choose(std::size_t batch, Allocation& out) override;
+  void evaluate_plans(std::size_t batch);
+  void race(std::size_t batch, Plan& out);
+  void test_exposure(std::size_t worker);
   void learn(std::size_t worker, double seconds) override;
   void learn_censored(std::size_t worker, double seconds) override;
   [[nodiscard]] static double corrected_mean(const Worker& w) noexcept;
@@ -279,6 +347,26 @@ class AtaAutoPolicy final : public Policy {
   std::unique_ptr<detail::TaskTimeShape> shape_;  // the pooled shape of the task times
   RoundRobinSpread spread_;
   std::uint64_t random_state_;  // the posterior draws' generator (SplitMix64)
+
+  // Plans (step 5).
+  std::unique_ptr<detail::PlanEvaluator> evaluator_;
+  std::unique_ptr<detail::RoundTimeAllocator> evaluation_allocator_;  // quotas without noise
+  std::size_t racers_ = 0;
+  double race_wall_ = 0.0;       // the chosen race's predicted wall per round
+  double race_objective_ = 0.0;  // and objective
+  bool racing_ = false;          // the round being observed is a race
+  std::size_t evaluated_at_ = 0;     // round of the last evaluation
+  std::size_t next_evaluation_ = 0;  // round of the next one
+  std::size_t changes_at_evaluation_ = 0;
+  std::size_t evaluations_ = 0;
+  std::vector<std::size_t> rounds_by_racers_;
+  std::vector<PlanEstimate> last_evaluation_;
+  std::vector<std::size_t> order_;  // scratch: known workers by estimated mean
+  std::vector<double> sorted_means_;
+  std::vector<std::size_t> sorted_quotas_;
+  // A racer's time on test and finished tasks since its window opened (the exposure test).
+  std::vector<double> exposure_;
+  std::vector<std::size_t> exposure_finished_;
 };
 
 }  // namespace ata

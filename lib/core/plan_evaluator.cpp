@@ -1,0 +1,126 @@
+#include "core/plan_evaluator.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/normal_sampler.hpp"
+
+namespace ata::detail {
+
+namespace {
+// Odd constants that spread (evaluation, round, worker, task) over the generator's state.
+constexpr std::uint64_t kPerEvaluation = 0x9e3779b97f4a7c15ULL;
+constexpr std::uint64_t kPerRound = 0xbf58476d1ce4e5b9ULL;
+constexpr std::uint64_t kPerWorker = 0x94d049bb133111ebULL;
+constexpr std::uint64_t kPerTask = 0xd6e8feb86659fd93ULL;
+}  // namespace
+
+double PlanEvaluator::ratio(std::size_t round, std::size_t worker, std::size_t task) const noexcept {
+  std::uint64_t state = seed_ + evaluation_ * kPerEvaluation + round * kPerRound +
+                        worker * kPerWorker + task * kPerTask;
+  const std::uint64_t bits = splitmix64(state);
+  return ratios_[(bits >> 11) % ratios_.size()] * ratio_scale_;
+}
+
+PlanEstimate PlanEvaluator::quotas(std::span<const double> means,
+                                   std::span<const std::size_t> tasks, double price) {
+  double wall = 0.0;
+  double work = 0.0;
+  for (std::size_t r = 0; r < kRounds; ++r) {
+    double longest = 0.0;
+    for (std::size_t j = 0; j < means.size(); ++j) {
+      double sum = 0.0;
+      for (std::size_t t = 0; t < tasks[j]; ++t) sum += ratio(r, j, t);
+      sum *= means[j];
+      longest = std::max(longest, sum);
+      work += sum;
+      events_ += tasks[j];
+    }
+    wall += longest;
+  }
+  const double rounds = static_cast<double>(kRounds);
+  return {0, wall / rounds, work / rounds, (wall + price * work) / rounds};
+}
+
+PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t racers,
+                                 std::size_t batch, double price, RaceKind kind) {
+  const auto later = std::greater<>{};
+  double wall = 0.0;
+  double work = 0.0;
+  started_.assign(racers, 0);
+  for (std::size_t r = 0; r < kRounds; ++r) {
+    heap_.clear();
+    std::fill(started_.begin(), started_.end(), 0);
+    double busy = 0.0;  // indexed races: the copies' times
+    std::size_t claimed = 0;
+    for (std::size_t j = 0; j < racers && (kind == RaceKind::fungible || claimed < batch); ++j) {
+      const double d = means[j] * ratio(r, j, started_[j]++);
+      heap_.emplace_back(d, j);
+      busy += d;
+      ++claimed;
+    }
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    std::size_t results = 0;
+    double end = 0.0;
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      const auto [at, j] = heap_.back();
+      heap_.pop_back();
+      ++events_;
+      end = at;
+      if (++results == batch && kind == RaceKind::fungible) break;
+      if (kind == RaceKind::indexed && claimed == batch) continue;
+      const double d = means[j] * ratio(r, j, started_[j]++);
+      heap_.emplace_back(at + d, j);
+      std::push_heap(heap_.begin(), heap_.end(), later);
+      busy += d;
+      ++claimed;
+    }
+    wall += end;
+    work += kind == RaceKind::fungible ? static_cast<double>(racers) * end : busy;
+  }
+  const double rounds = static_cast<double>(kRounds);
+  return {racers, wall / rounds, work / rounds, (wall + price * work) / rounds};
+}
+
+PlanEstimate PlanEvaluator::choose(std::span<const double> means,
+                                   std::span<const std::size_t> quotas_per_worker,
+                                   std::span<const double> ratios, std::size_t batch,
+                                   double price, RaceKind kind) {
+  ++evaluation_;
+  events_ = 0;
+  ratios_ = ratios;
+  double total = 0.0;
+  for (const double r : ratios) total += r;
+  ratio_scale_ = static_cast<double>(ratios.size()) / total;
+  estimates_.clear();
+  estimates_.push_back(quotas(means, quotas_per_worker, price));
+  const std::size_t n = means.size();
+  const auto best_race = [&] {
+    const PlanEstimate* best = nullptr;
+    for (const PlanEstimate& e : estimates_) {
+      if (e.racers > 0 && (best == nullptr || e.objective < best->objective)) best = &e;
+    }
+    return best->racers;
+  };
+  const auto tried = [&](std::size_t m) {
+    return std::any_of(estimates_.begin(), estimates_.end(),
+                       [m](const PlanEstimate& e) { return e.racers == m; });
+  };
+  for (std::size_t m = 1; m < n; m *= 2) estimates_.push_back(race(means, m, batch, price, kind));
+  estimates_.push_back(race(means, n, batch, price, kind));
+  const std::size_t grid_best = best_race();
+  const std::size_t step = std::max<std::size_t>(1, grid_best / 8);
+  for (std::size_t m = std::max<std::size_t>(1, grid_best / 2); m <= std::min(n, 2 * grid_best);
+       m += step) {
+    if (!tried(m)) estimates_.push_back(race(means, m, batch, price, kind));
+  }
+  // The quotas come first: a strict comparison leaves ties to them, then to the race tried first.
+  const PlanEstimate* best = &estimates_.front();
+  for (const PlanEstimate& e : estimates_) {
+    if (e.objective < best->objective) best = &e;
+  }
+  return *best;
+}
+
+}  // namespace ata::detail

@@ -1,0 +1,68 @@
+#pragma once
+// ata-auto's choice of a plan kind: the expected objective wall + p x work of candidate plans
+// (quotas, races of the m fastest) under the learned laws, by Monte Carlo on common random
+// numbers. Internal to the library.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ata/core/ata_auto_policy.hpp"
+#include "ata/core/plan.hpp"
+
+namespace ata::detail {
+
+/// One candidate's estimate per round: its racers (0: the quotas), mean wall, work, objective.
+using PlanEstimate = AtaAutoPolicy::PlanEstimate;
+
+/// Estimates, under learned laws, the objective of a quota plan and of races of the m workers
+/// with the smallest means, and names the best. The laws are a scale family: worker j's time is
+/// means[j] x R, R drawn from `ratios` (ata-auto's pooled shape, rescaled here to mean 1). Every
+/// candidate sees the same draws: round r's k-th task of the j-th fastest worker takes the same
+/// ratio in every candidate (common random numbers), so that the comparison's noise is far
+/// below each estimate's.
+///
+/// Candidates: the quotas, and races of m = 1, 2, 4, ... (doubling) and all of the workers, then
+/// refined between m*/2 and 2 m* in steps of max(1, m*/8) around the best grid m* (the frontier
+/// yardstick's grid, docs/frontier.md). A fungible race's work is m x its wall (every racer
+/// computes until the B-th result); an indexed race's is the sum of its copies' times.
+///
+/// Cost: O(rounds x (B + m) log m) per race candidate, O(rounds x B) for the quotas; events()
+/// counts the task draws of the last choose(), for the caller's amortisation. Deterministic.
+///
+/// Not thread-safe; keeps scratch buffers between calls.
+class PlanEvaluator {
+ public:
+  static constexpr std::size_t kRounds = 64;
+
+  explicit PlanEvaluator(std::uint64_t seed) noexcept : seed_(seed) {}
+
+  /// `means` ascending (the known workers, fastest first), `quotas` the tasks of the quota plan
+  /// per entry of `means` (summing to `batch`), `ratios` non-empty with a positive mean.
+  /// Returns the candidate of least objective (ties: the quotas, then the race tried first); all()
+  /// holds every candidate's estimate.
+  PlanEstimate choose(std::span<const double> means, std::span<const std::size_t> quotas,
+                      std::span<const double> ratios, std::size_t batch, double price,
+                      RaceKind kind);
+  [[nodiscard]] std::span<const PlanEstimate> all() const noexcept { return estimates_; }
+  [[nodiscard]] std::size_t events() const noexcept { return events_; }
+
+ private:
+  double ratio(std::size_t round, std::size_t worker, std::size_t task) const noexcept;
+  PlanEstimate quotas(std::span<const double> means, std::span<const std::size_t> tasks,
+                      double price);
+  PlanEstimate race(std::span<const double> means, std::size_t racers, std::size_t batch,
+                    double price, RaceKind kind);
+
+  std::uint64_t seed_;
+  std::uint64_t evaluation_ = 0;  // a fresh set of common draws per choose()
+  std::span<const double> ratios_;
+  double ratio_scale_ = 1.0;  // 1 / the ratios' mean
+  std::size_t events_ = 0;
+  std::vector<PlanEstimate> estimates_;
+  std::vector<std::pair<double, std::size_t>> heap_;  // (end of the running copy, racer)
+  std::vector<std::size_t> started_;                  // tasks started per racer
+};
+
+}  // namespace ata::detail
