@@ -77,9 +77,13 @@ constexpr std::uint64_t kShapeStream = 0x3c6ef372fe94f82bULL;
 
 // The plan evaluator's draws come from the seed moved this far along.
 constexpr std::uint64_t kPlanStream = 0xa54ff53a5f1d36f1ULL;
-// Evaluations of the plans are at least this many rounds apart; beyond that, as far apart as
-// keeps their task draws per round at about n + B, a round's own cost (step 5).
+// Evaluations of the plans are at least kMinEvaluationGap rounds apart; beyond that, as far
+// apart as keeps their cost (task draws and heap steps) at about (n + B) / kEvaluationShare per
+// round: a fraction of a round's own cost (step 5). A detected change brings the next one
+// forward to kChangePull of the gap after the last.
 constexpr std::size_t kMinEvaluationGap = 16;
+constexpr std::size_t kEvaluationShare = 4;
+constexpr std::size_t kChangePull = 4;
 // The evaluation's quotas: solve_with_shape() this many times, so that its count of workers
 // (which moves one step per comparison, every fourth call) walks towards the shape's best.
 constexpr std::size_t kEvaluationSolves = 16;
@@ -473,8 +477,8 @@ void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
       unseen_ < workers()) {
     if (changes_detected_ != changes_at_evaluation_) {  // a change brings the evaluation forward
       changes_at_evaluation_ = changes_detected_;
-      const std::size_t gap = next_evaluation_ - evaluated_at_;
-      next_evaluation_ = std::min(next_evaluation_, evaluated_at_ + std::max<std::size_t>(1, gap / 8));
+      next_evaluation_ = std::min(next_evaluation_,
+                                  evaluated_at_ + std::max<std::size_t>(1, evaluation_gap_ / kChangePull));
     }
     if (round() >= next_evaluation_) evaluate_plans(batch);
     if (racers_ > 0) {
@@ -535,7 +539,8 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());
   ++evaluations_;
   evaluated_at_ = round();
-  next_evaluation_ = round() + std::max(kMinEvaluationGap, evaluator_->events() / (n + batch));
+  evaluation_gap_ = std::max(kMinEvaluationGap, kEvaluationShare * evaluator_->events() / (n + batch));
+  next_evaluation_ = round() + evaluation_gap_;
   changes_at_evaluation_ = changes_detected_;
 }
 
@@ -543,17 +548,14 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
 // credit lasts (each charged p x the predicted wall: the work it adds).
 void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
   const std::size_t n = workers();
-  order_.clear();
+  keyed_.clear();
   for (std::size_t i = 0; i < n; ++i) {
-    if (workers_[i].count > 0) order_.push_back(i);
+    if (workers_[i].count > 0) keyed_.emplace_back(corrected_mean(workers_[i]), i);
   }
-  const std::size_t m = std::min(racers_, order_.size());
-  std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(m - 1), order_.end(),
-                   [this](std::size_t a, std::size_t b) {
-                     const double ma = corrected_mean(workers_[a]);
-                     const double mb = corrected_mean(workers_[b]);
-                     return ma < mb || (ma == mb && a < b);
-                   });
+  const std::size_t m = std::min(racers_, keyed_.size());
+  std::nth_element(keyed_.begin(), keyed_.begin() + static_cast<std::ptrdiff_t>(m - 1), keyed_.end());
+  order_.resize(m);
+  for (std::size_t j = 0; j < m; ++j) order_[j] = keyed_[j].second;
   for (std::size_t j = 0; j < m; ++j) exploring_[order_[j]] = 1;  // not explored: they race
   explored_.clear();
   pick_explored(batch);
@@ -593,7 +595,7 @@ void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {
   }
   pick_explored(batch);
   std::size_t tasks = batch - explored_.size();
-  double predicted = plan(tasks);
+  double predicted = plan_quotas(tasks);
   const std::size_t more = more_unseen(batch, tasks, predicted);
   if (more > 0) {
     for (std::size_t i = oldest_, added = 0; added < more; i = next_[i]) {
@@ -654,7 +656,7 @@ void AtaAutoPolicy::pick_explored(std::size_t batch) {
 // Plans `tasks` tasks for the observed workers not explored this round: posterior draws, then
 // the allocation of least estimated expected round time among the smallest draws. Returns that
 // estimate (0 when no worker is available: commit() then spreads the tasks over the explored).
-double AtaAutoPolicy::plan(std::size_t tasks) {
+double AtaAutoPolicy::plan_quotas(std::size_t tasks) {
   heap_.clear();
   const std::size_t n = workers();
   std::size_t available = n - unseen_;

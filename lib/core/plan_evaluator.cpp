@@ -1,6 +1,7 @@
 #include "core/plan_evaluator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 #include "core/normal_sampler.hpp"
@@ -66,7 +67,6 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
       std::pop_heap(heap_.begin(), heap_.end(), later);
       const auto [at, j] = heap_.back();
       heap_.pop_back();
-      ++events_;
       end = at;
       if (++results == batch && kind == RaceKind::fungible) break;
       if (kind == RaceKind::indexed && claimed == batch) continue;
@@ -76,6 +76,8 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
       busy += d;
       ++claimed;
     }
+    // The round's cost: its starts (make_heap is linear) and a heap operation per result.
+    events_ += racers + results * static_cast<std::size_t>(std::bit_width(racers));
     wall += end;
     work += kind == RaceKind::fungible ? static_cast<double>(racers) * end : busy;
   }

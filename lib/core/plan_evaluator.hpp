@@ -29,7 +29,8 @@ using PlanEstimate = AtaAutoPolicy::PlanEstimate;
 /// computes until the B-th result); an indexed race's is the sum of its copies' times.
 ///
 /// Cost: O(rounds x (B + m) log m) per race candidate, O(rounds x B) for the quotas; events()
-/// counts the task draws of the last choose(), for the caller's amortisation. Deterministic.
+/// measures the last choose()'s cost in task draws and heap steps, for the caller's
+/// amortisation. Deterministic.
 ///
 /// Not thread-safe; keeps scratch buffers between calls.
 class PlanEvaluator {

@@ -108,13 +108,13 @@ namespace ata {
 ///
 /// 5. Plans (only with Options::race set): which plan of the round minimises the objective
 ///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
-///    estimates: once the shape is learned (1,024 ratios), and then every few hundred rounds (as
-///    many as keep the evaluation's cost per round at about one round's own), the quotas of
+///    estimates: once the shape has 256 ratios, and then every few hundred rounds (as many as
+///    keep the evaluation's cost per round at about half a round's own), the quotas of
 ///    step 2 (computed with the estimated means, no posterior noise) and races of the m workers
 ///    of smallest estimated mean (m on a doubling grid, refined around the best) are simulated
 ///    under the learned laws, worker i's time being its estimated mean times a ratio drawn from
 ///    the shape, 64 rounds each on common draws (detail::PlanEvaluator). The cheapest is played
-///    until the next evaluation, which a detected change brings forward (an eighth of the gap).
+///    until the next evaluation, which a detected change brings forward (to a quarter of the gap).
 ///    While racing, the members are re-picked every round from the estimates (a member whose
 ///    censored times push its mean up leaves), the exploration credit grows by
 ///    Options::exploration_budget of the predicted objective and each exploratory racer costs p
@@ -274,7 +274,7 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] static double corrected_mean(const Worker& w) noexcept;
 
   void pick_explored(std::size_t batch);
-  double plan(std::size_t tasks);
+  double plan_quotas(std::size_t tasks);  // not plan(): that would hide Policy::plan()
   double replan(std::size_t tasks);
   void commit(std::size_t tasks, Allocation& out);
   std::size_t more_unseen(std::size_t batch, std::size_t tasks, double predicted);
@@ -357,11 +357,13 @@ class AtaAutoPolicy final : public Policy {
   bool racing_ = false;          // the round being observed is a race
   std::size_t evaluated_at_ = 0;     // round of the last evaluation
   std::size_t next_evaluation_ = 0;  // round of the next one
+  std::size_t evaluation_gap_ = 0;   // rounds between them, without changes
   std::size_t changes_at_evaluation_ = 0;
   std::size_t evaluations_ = 0;
   std::vector<std::size_t> rounds_by_racers_;
   std::vector<PlanEstimate> last_evaluation_;
   std::vector<std::size_t> order_;  // scratch: known workers by estimated mean
+  std::vector<std::pair<double, std::size_t>> keyed_;  // scratch of race(): (mean, worker)
   std::vector<double> sorted_means_;
   std::vector<std::size_t> sorted_quotas_;
   // A racer's time on test and finished tasks since its window opened (the exposure test).
