@@ -82,7 +82,7 @@ constexpr std::uint64_t kPlanStream = 0xa54ff53a5f1d36f1ULL;
 // round: a fraction of a round's own cost (step 5). A detected change brings the next one
 // forward to kChangePull of the gap after the last.
 constexpr std::size_t kMinEvaluationGap = 16;
-constexpr std::size_t kEvaluationShare = 4;
+constexpr std::size_t kEvaluationShare = 2;
 constexpr std::size_t kChangePull = 4;
 // The evaluation's quotas: solve_with_shape() this many times, so that its count of workers
 // (which moves one step per comparison, every fourth call) walks towards the shape's best.
@@ -475,8 +475,11 @@ void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
   racing_ = false;
   if (options_.race && backlog().empty() && shape_->ratios().size() >= kEvaluationRatios &&
       unseen_ < workers()) {
-    if (changes_detected_ != changes_at_evaluation_) {  // a change brings the evaluation forward
+    // A change, or a worker seen for the first time, brings the evaluation forward.
+    if (changes_detected_ != changes_at_evaluation_ || unseen_ != unseen_at_evaluation_) {
       changes_at_evaluation_ = changes_detected_;
+      unseen_at_evaluation_ = unseen_;
+      full_evaluation_ = true;
       next_evaluation_ = std::min(next_evaluation_,
                                   evaluated_at_ + std::max<std::size_t>(1, evaluation_gap_ / kChangePull));
     }
@@ -531,8 +534,10 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   sorted_quotas_.assign(order_.size(), 0);
   std::copy(candidate_tasks_.begin(), candidate_tasks_.begin() + static_cast<std::ptrdiff_t>(k),
             sorted_quotas_.begin());
-  const PlanEstimate best = evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
-                                               options_.objective.price(n), *options_.race);
+  const PlanEstimate best =
+      evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
+                         options_.objective.price(n), *options_.race, full_evaluation_ ? 0 : racers_);
+  full_evaluation_ = false;
   racers_ = best.racers;
   race_wall_ = best.wall;
   race_objective_ = best.objective;
@@ -542,6 +547,7 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   evaluation_gap_ = std::max(kMinEvaluationGap, kEvaluationShare * evaluator_->events() / (n + batch));
   next_evaluation_ = round() + evaluation_gap_;
   changes_at_evaluation_ = changes_detected_;
+  unseen_at_evaluation_ = unseen_;
 }
 
 // A race of the racers_ known workers of least estimated mean, plus exploratory racers while the

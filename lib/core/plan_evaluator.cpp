@@ -27,7 +27,7 @@ PlanEstimate PlanEvaluator::quotas(std::span<const double> means,
                                    std::span<const std::size_t> tasks, double price) {
   double wall = 0.0;
   double work = 0.0;
-  for (std::size_t r = 0; r < kRounds; ++r) {
+  for (std::size_t r = 0; r < rounds_; ++r) {
     double longest = 0.0;
     for (std::size_t j = 0; j < means.size(); ++j) {
       double sum = 0.0;
@@ -39,7 +39,7 @@ PlanEstimate PlanEvaluator::quotas(std::span<const double> means,
     }
     wall += longest;
   }
-  const double rounds = static_cast<double>(kRounds);
+  const auto rounds = static_cast<double>(rounds_);
   return {0, wall / rounds, work / rounds, (wall + price * work) / rounds};
 }
 
@@ -49,7 +49,7 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
   double wall = 0.0;
   double work = 0.0;
   started_.assign(racers, 0);
-  for (std::size_t r = 0; r < kRounds; ++r) {
+  for (std::size_t r = 0; r < rounds_; ++r) {
     heap_.clear();
     std::fill(started_.begin(), started_.end(), 0);
     double busy = 0.0;  // indexed races: the copies' times
@@ -81,41 +81,55 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
     wall += end;
     work += kind == RaceKind::fungible ? static_cast<double>(racers) * end : busy;
   }
-  const double rounds = static_cast<double>(kRounds);
+  const auto rounds = static_cast<double>(rounds_);
   return {racers, wall / rounds, work / rounds, (wall + price * work) / rounds};
 }
 
 PlanEstimate PlanEvaluator::choose(std::span<const double> means,
                                    std::span<const std::size_t> quotas_per_worker,
                                    std::span<const double> ratios, std::size_t batch,
-                                   double price, RaceKind kind) {
+                                   double price, RaceKind kind, std::size_t around) {
   ++evaluation_;
   events_ = 0;
   ratios_ = ratios;
   double total = 0.0;
   for (const double r : ratios) total += r;
   ratio_scale_ = static_cast<double>(ratios.size()) / total;
+  // A round's wall is its B-th result, whose relative spread shrinks as 1 / sqrt(B): as many
+  // rounds as keep rounds x B about constant.
+  rounds_ = std::clamp(kTasks / batch, kMinRounds, kMaxRounds);
   estimates_.clear();
   estimates_.push_back(quotas(means, quotas_per_worker, price));
   const std::size_t n = means.size();
-  const auto best_race = [&] {
-    const PlanEstimate* best = nullptr;
-    for (const PlanEstimate& e : estimates_) {
-      if (e.racers > 0 && (best == nullptr || e.objective < best->objective)) best = &e;
-    }
-    return best->racers;
-  };
   const auto tried = [&](std::size_t m) {
     return std::any_of(estimates_.begin(), estimates_.end(),
                        [m](const PlanEstimate& e) { return e.racers == m; });
   };
-  for (std::size_t m = 1; m < n; m *= 2) estimates_.push_back(race(means, m, batch, price, kind));
-  estimates_.push_back(race(means, n, batch, price, kind));
-  const std::size_t grid_best = best_race();
-  const std::size_t step = std::max<std::size_t>(1, grid_best / 8);
-  for (std::size_t m = std::max<std::size_t>(1, grid_best / 2); m <= std::min(n, 2 * grid_best);
-       m += step) {
+  const auto try_race = [&](std::size_t m) {
     if (!tried(m)) estimates_.push_back(race(means, m, batch, price, kind));
+  };
+  if (around > 0) {  // a local step: the race played and its neighbours
+    const std::size_t m = std::min(around, n);
+    const std::size_t step = std::max<std::size_t>(1, m / 8);
+    try_race(m);
+    try_race(std::max<std::size_t>(1, m - std::min(step, m - 1)));
+    try_race(std::min(n, m + step));
+  } else {
+    for (std::size_t m = 1; m < n; m *= 2) try_race(m);
+    try_race(n);
+    std::size_t grid_best = 0;
+    double value = 0.0;
+    for (const PlanEstimate& e : estimates_) {
+      if (e.racers > 0 && (grid_best == 0 || e.objective < value)) {
+        grid_best = e.racers;
+        value = e.objective;
+      }
+    }
+    const std::size_t step = std::max<std::size_t>(1, grid_best / 8);
+    for (std::size_t m = std::max<std::size_t>(1, grid_best / 2); m <= std::min(n, 2 * grid_best);
+         m += step) {
+      try_race(m);
+    }
   }
   // The quotas come first: a strict comparison leaves ties to them, then to the race tried first.
   const PlanEstimate* best = &estimates_.front();

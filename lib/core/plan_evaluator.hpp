@@ -25,7 +25,9 @@ using PlanEstimate = AtaAutoPolicy::PlanEstimate;
 ///
 /// Candidates: the quotas, and races of m = 1, 2, 4, ... (doubling) and all of the workers, then
 /// refined between m*/2 and 2 m* in steps of max(1, m*/8) around the best grid m* (the frontier
-/// yardstick's grid, docs/frontier.md). A fungible race's work is m x its wall (every racer
+/// yardstick's grid, docs/frontier.md); or, for a local step around a race of m, the quotas and
+/// races of m and m -/+ max(1, m/8). Each is simulated for clamp(kTasks / B, kMinRounds,
+/// kMaxRounds) rounds. A fungible race's work is m x its wall (every racer
 /// computes until the B-th result); an indexed race's is the sum of its copies' times.
 ///
 /// Cost: O(rounds x (B + m) log m) per race candidate, O(rounds x B) for the quotas; events()
@@ -35,17 +37,20 @@ using PlanEstimate = AtaAutoPolicy::PlanEstimate;
 /// Not thread-safe; keeps scratch buffers between calls.
 class PlanEvaluator {
  public:
-  static constexpr std::size_t kRounds = 64;
+  static constexpr std::size_t kTasks = 1472;  // 64 rounds of the paper's B = 23
+  static constexpr std::size_t kMinRounds = 8;
+  static constexpr std::size_t kMaxRounds = 64;
 
   explicit PlanEvaluator(std::uint64_t seed) noexcept : seed_(seed) {}
 
   /// `means` ascending (the known workers, fastest first), `quotas` the tasks of the quota plan
   /// per entry of `means` (summing to `batch`), `ratios` non-empty with a positive mean.
-  /// Returns the candidate of least objective (ties: the quotas, then the race tried first); all()
-  /// holds every candidate's estimate.
+  /// `around`: 0 for the full grid, else the racers of a local step. Returns the candidate of
+  /// least objective (ties: the quotas, then the race tried first); all() holds every
+  /// candidate's estimate.
   PlanEstimate choose(std::span<const double> means, std::span<const std::size_t> quotas,
                       std::span<const double> ratios, std::size_t batch, double price,
-                      RaceKind kind);
+                      RaceKind kind, std::size_t around);
   [[nodiscard]] std::span<const PlanEstimate> all() const noexcept { return estimates_; }
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
@@ -58,6 +63,7 @@ class PlanEvaluator {
 
   std::uint64_t seed_;
   std::uint64_t evaluation_ = 0;  // a fresh set of common draws per choose()
+  std::size_t rounds_ = kMaxRounds;
   std::span<const double> ratios_;
   double ratio_scale_ = 1.0;  // 1 / the ratios' mean
   std::size_t events_ = 0;

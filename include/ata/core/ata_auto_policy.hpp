@@ -108,13 +108,14 @@ namespace ata {
 ///
 /// 5. Plans (only with Options::race set): which plan of the round minimises the objective
 ///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
-///    estimates: once the shape has 256 ratios, and then every few hundred rounds (as many as
-///    keep the evaluation's cost per round at about half a round's own), the quotas of
-///    step 2 (computed with the estimated means, no posterior noise) and races of the m workers
-///    of smallest estimated mean (m on a doubling grid, refined around the best) are simulated
-///    under the learned laws, worker i's time being its estimated mean times a ratio drawn from
-///    the shape, 64 rounds each on common draws (detail::PlanEvaluator). The cheapest is played
-///    until the next evaluation, which a detected change brings forward (to a quarter of the gap).
+///    estimates. Once the shape has 256 ratios, the quotas of step 2 (computed with the
+///    estimated means, no posterior noise) and races of the m workers of smallest estimated mean
+///    (m on a doubling grid, refined around the best) are simulated under the learned laws,
+///    worker i's time being its estimated mean times a ratio drawn from the shape, on common
+///    draws (detail::PlanEvaluator), and the cheapest is played. Later evaluations are local
+///    steps (the quotas, the race played and its neighbours m -/+ m/8), as far apart as keeps
+///    their cost per round at about half a round's own; a detected change or a newly seen
+///    worker brings the next forward (to a quarter of the gap) and makes it a full one.
 ///    While racing, the members are re-picked every round from the estimates (a member whose
 ///    censored times push its mean up leaves), the exploration credit grows by
 ///    Options::exploration_budget of the predicted objective and each exploratory racer costs p
@@ -358,7 +359,9 @@ class AtaAutoPolicy final : public Policy {
   std::size_t evaluated_at_ = 0;     // round of the last evaluation
   std::size_t next_evaluation_ = 0;  // round of the next one
   std::size_t evaluation_gap_ = 0;   // rounds between them, without changes
+  bool full_evaluation_ = true;      // the next evaluation tries the full grid, not a local step
   std::size_t changes_at_evaluation_ = 0;
+  std::size_t unseen_at_evaluation_ = 0;
   std::size_t evaluations_ = 0;
   std::vector<std::size_t> rounds_by_racers_;
   std::vector<PlanEstimate> last_evaluation_;
