@@ -82,7 +82,7 @@ constexpr std::uint64_t kPlanStream = 0xa54ff53a5f1d36f1ULL;
 // round: a fraction of a round's own cost (step 5). A detected change brings the next one
 // forward to kChangePull of the gap after the last.
 constexpr std::size_t kMinEvaluationGap = 16;
-constexpr std::size_t kEvaluationShare = 2;
+constexpr std::size_t kEvaluationShare = 1;
 constexpr std::size_t kChangePull = 4;
 // The evaluation's quotas: solve_with_shape() this many times, so that its count of workers
 // (which moves one step per comparison, every fourth call) walks towards the shape's best.
@@ -98,6 +98,9 @@ constexpr std::size_t kEvaluationRatios = 256;
 constexpr double kExposureWindow = 16.0;
 constexpr double kExposureDeficit = 0.25;
 constexpr double kExposureAlarm = -18.42;  // log(1e-8)
+// A worker's planning mean rests on its race rounds once it has this many.
+constexpr std::size_t kMinRaceRounds = 8;
+constexpr double kStale = std::numeric_limits<double>::quiet_NaN();  // of a planning mean
 
 // Mixes the seed so that seeds 0, 1, 2, ... start far apart in SplitMix64's sequence.
 std::uint64_t initial_state(std::uint64_t seed) noexcept {
@@ -150,7 +153,12 @@ AtaAutoPolicy::AtaAutoPolicy(std::size_t workers, const Options& options)
       evaluation_allocator_(std::make_unique<detail::RoundTimeAllocator>()),
       rounds_by_racers_(workers + 1, 0),
       exposure_(workers, 0.0),
-      exposure_finished_(workers, 0) {
+      exposure_finished_(workers, 0),
+      exposure_rounds_(workers, 0),
+      race_rounds_(workers, 0),
+      race_exposure_(workers, 0.0),
+      race_finished_(workers, 0),
+      planned_(workers, kStale) {
   for (std::size_t i = 0; i < workers; ++i) {
     prev_[i] = i == 0 ? workers : i - 1;
     next_[i] = i + 1;
@@ -212,6 +220,7 @@ void AtaAutoPolicy::pool_add(std::size_t worker) {
 void AtaAutoPolicy::add(std::size_t worker, double seconds, double log_seconds) {
   Worker& w = workers_[worker];
   w.shift = w.count == 0 ? seconds : std::min(w.shift, seconds);
+  planned_[worker] = kStale;
   ring_[worker * kWindow + w.count % kWindow] = seconds;
   log_ring_[worker * kWindow + w.count % kWindow] = log_seconds;
   ++w.count;
@@ -282,6 +291,8 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   // while the worker is under test, whose mean may be that of its old speed; not in a race,
   // whose finished times are the short ones (step 5).
   if (racing_) {
+    race_exposure_[worker] += seconds;
+    ++race_finished_[worker];
     exposure_[worker] += seconds;
     ++exposure_finished_[worker];
   } else if (!testing && w.count >= kShapeMinSamples) {
@@ -302,6 +313,7 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
 // not probed again at once).
 void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
   Worker& w = workers_[worker];
+  planned_[worker] = kStale;
   if (w.count == 0 || seconds > w.shift) {
     w.censored += seconds;
     ++w.censored_count;
@@ -309,6 +321,7 @@ void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
   }
   if (racing_) {
     touch(worker);
+    race_exposure_[worker] += seconds;
     exposure_[worker] += seconds;
     test_exposure(worker);
   }
@@ -318,15 +331,16 @@ void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
 // statistics restart from the window, its time on test over its finished tasks (or, with none,
 // the time on test taken as one task: a lower bound). See step 5 of the class comment.
 void AtaAutoPolicy::test_exposure(std::size_t worker) {
-  const double mean = corrected_mean(workers_[worker]);
-  if (!(mean > 0.0)) return;
-  const double expected = exposure_[worker] / mean;
+  const double mean = planning_mean(worker);
+  if (!(mean > 0.0) || exposure_rounds_[worker] == 0) return;
+  const auto rounds = static_cast<double>(exposure_rounds_[worker]);
+  const double expected = rounds * evaluator_->renewals(exposure_[worker] / rounds / mean);
   if (expected < kExposureWindow) return;
   const auto finished = static_cast<double>(exposure_finished_[worker]);
   if (finished <= kExposureDeficit * expected) {
     double log_p = finished - expected;
     if (finished > 0.0) log_p += finished * std::log(expected / finished);
-    if (log_p / std::max(1.0, pooled_cv2()) < kExposureAlarm) {
+    if (log_p / std::max(1.0, evaluator_->shape_cv2()) < kExposureAlarm) {
       const std::size_t keep = std::min({exposure_finished_[worker], kWindow, workers_[worker].count});
       double kept = 0.0;
       const std::size_t count = workers_[worker].count;
@@ -344,15 +358,39 @@ void AtaAutoPolicy::test_exposure(std::size_t worker) {
         pool_add(worker);
         ++changes_detected_;
       }
-      exposure_[worker] = 0.0;
-      exposure_finished_[worker] = 0;
+      race_rounds_[worker] = exposure_rounds_[worker];  // restart() cleared them
+      race_exposure_[worker] = on_test;
+      race_finished_[worker] = exposure_finished_[worker];
+      planned_[worker] = kStale;
+      close_window(worker);
       return;
     }
   }
-  if (expected >= 3.0 * kExposureWindow) {
-    exposure_[worker] = 0.0;
-    exposure_finished_[worker] = 0;
+  if (expected >= 3.0 * kExposureWindow) close_window(worker);
+}
+
+void AtaAutoPolicy::close_window(std::size_t worker) {
+  exposure_[worker] = 0.0;
+  exposure_finished_[worker] = 0;
+  exposure_rounds_[worker] = 0;
+}
+
+// The mean that plans use: from the worker's race rounds, once it has kMinRaceRounds of them, the
+// mean under which the shape's renewal function gives its finished tasks per round over its mean
+// window (a race's time on test over its finished tasks is biased low for heavy tails: in short
+// windows most finished tasks are short ones); else the estimated mean.
+// Cached: planned_[worker] is NaN when stale.
+double AtaAutoPolicy::planning_mean(std::size_t worker) {
+  double& planned = planned_[worker];
+  if (!std::isnan(planned)) return planned;
+  planned = corrected_mean(workers_[worker]);
+  if (race_rounds_[worker] >= kMinRaceRounds && evaluator_->has_renewals()) {
+    const auto rounds = static_cast<double>(race_rounds_[worker]);
+    // None finished: half a task, a bound that stays finite.
+    const double per_round = std::max(static_cast<double>(race_finished_[worker]), 0.5) / rounds;
+    planned = race_exposure_[worker] / rounds / evaluator_->windows_for(per_round);
   }
+  return planned;
 }
 
 // Adds one residual to the worker's sequential test. Every suffix of the test's times (at least
@@ -468,6 +506,10 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
   w = Worker{};
   for (std::size_t j = 0; j < keep; ++j) add(worker, times[j], logs[j]);
   pool_add(worker);
+  race_rounds_[worker] = 0;
+  race_exposure_[worker] = 0.0;
+  race_finished_[worker] = 0;
+  planned_[worker] = kStale;
   ++changes_detected_;
 }
 
@@ -494,20 +536,25 @@ void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
   ++rounds_by_racers_[0];
 }
 
-// Known workers by estimated mean (ties by index) into order_ and sorted_means_.
+// Step 5's evaluation: the known workers by planning mean (ties by index), the quotas of step 2
+// over the fastest, and the evaluator's choice among them and the races.
 void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   const std::size_t n = workers();
-  order_.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (workers_[i].count > 0) order_.push_back(i);
+  if (full_evaluation_) {
+    evaluator_->tabulate_renewals(shape_->ratios());
+    std::fill(planned_.begin(), planned_.end(), kStale);
   }
-  std::sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) {
-    const double ma = corrected_mean(workers_[a]);
-    const double mb = corrected_mean(workers_[b]);
-    return ma < mb || (ma == mb && a < b);
-  });
-  sorted_means_.resize(order_.size());
-  for (std::size_t j = 0; j < order_.size(); ++j) sorted_means_[j] = corrected_mean(workers_[order_[j]]);
+  keyed_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (workers_[i].count > 0) keyed_.emplace_back(planning_mean(i), i);
+  }
+  std::sort(keyed_.begin(), keyed_.end());
+  order_.resize(keyed_.size());
+  sorted_means_.resize(keyed_.size());
+  for (std::size_t j = 0; j < keyed_.size(); ++j) {
+    sorted_means_[j] = keyed_[j].first;
+    order_[j] = keyed_[j].second;
+  }
   // The quotas of step 2 over the fastest, with the estimated means (no posterior noise).
   const std::size_t k = std::min(batch, order_.size());
   const double pool = pooled_cv2();
@@ -538,6 +585,9 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
       evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
                          options_.objective.price(n), *options_.race, full_evaluation_ ? 0 : racers_);
   full_evaluation_ = false;
+  // A debt of the quota rounds' exploration (a heavy-tailed probe's overshoot can be worth
+  // thousands of race rounds' budget) is not carried into a race, whose probes cost work.
+  if (racers_ == 0 && best.racers > 0) credit_ = std::max(credit_, 0.0);
   racers_ = best.racers;
   race_wall_ = best.wall;
   race_objective_ = best.objective;
@@ -556,7 +606,7 @@ void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
   const std::size_t n = workers();
   keyed_.clear();
   for (std::size_t i = 0; i < n; ++i) {
-    if (workers_[i].count > 0) keyed_.emplace_back(corrected_mean(workers_[i]), i);
+    if (workers_[i].count > 0) keyed_.emplace_back(planning_mean(i), i);
   }
   const std::size_t m = std::min(racers_, keyed_.size());
   std::nth_element(keyed_.begin(), keyed_.begin() + static_cast<std::ptrdiff_t>(m - 1), keyed_.end());
@@ -576,6 +626,11 @@ void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
     out.set_racer(i);
     exploring_[i] = 0;
     credit_ -= price * race_wall_;
+  }
+  for (const std::size_t i : out.racers()) {
+    ++race_rounds_[i];
+    ++exposure_rounds_[i];
+    planned_[i] = kStale;
   }
   exploratory_tasks_ += explored_.size();
   credit_ = std::min(credit_ + options_.exploration_budget * race_objective_,

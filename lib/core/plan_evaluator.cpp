@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <functional>
 
 #include "core/normal_sampler.hpp"
@@ -14,13 +15,79 @@ constexpr std::uint64_t kPerEvaluation = 0x9e3779b97f4a7c15ULL;
 constexpr std::uint64_t kPerRound = 0xbf58476d1ce4e5b9ULL;
 constexpr std::uint64_t kPerWorker = 0x94d049bb133111ebULL;
 constexpr std::uint64_t kPerTask = 0xd6e8feb86659fd93ULL;
+// The renewal grid: x_g = 2^(g / kPerOctave - kLowOctaves).
+constexpr double kPerOctave = 8.0;
+constexpr double kLowOctaves = 6.0;
 }  // namespace
+
+PlanEvaluator::PlanEvaluator(std::uint64_t seed) : seed_(seed), grid_(kGrid) {
+  for (std::size_t g = 0; g < kGrid; ++g) {
+    grid_[g] = std::exp2(static_cast<double>(g) / kPerOctave - kLowOctaves);
+  }
+}
+
+void PlanEvaluator::tabulate_renewals(std::span<const double> ratios) {
+  double total = 0.0;
+  double squares = 0.0;
+  for (const double r : ratios) {
+    total += r;
+    squares += r * r;
+  }
+  const auto count = static_cast<double>(ratios.size());
+  const double scale = count / total;  // to mean 1
+  shape_cv2_ = std::max(squares * scale * scale / count - 1.0, 0.0);
+  const double top = grid_.back();
+  std::vector<double> finished(kGrid + 1, 0.0);  // renewals first counted at each grid point
+  std::uint64_t state = seed_ ^ kPerEvaluation;
+  for (std::size_t path = 0; path < kPaths; ++path) {
+    double at = 0.0;
+    for (;;) {
+      at += ratios[(splitmix64(state) >> 11) % ratios.size()] * scale;
+      if (at > top) break;
+      // The first grid point at or after `at`.
+      const double g = std::ceil((std::log2(at) + kLowOctaves) * kPerOctave);
+      finished[static_cast<std::size_t>(std::clamp(g, 0.0, static_cast<double>(kGrid - 1)))] += 1.0;
+    }
+  }
+  renewals_.assign(kGrid, 0.0);
+  double running = 0.0;
+  for (std::size_t g = 0; g < kGrid; ++g) {
+    running += finished[g];
+    renewals_[g] = running / static_cast<double>(kPaths);
+  }
+}
+
+double PlanEvaluator::renewals(double windows) const noexcept {
+  const double top = grid_.back();
+  if (windows >= top) return windows - top + renewals_.back();
+  const double position = (std::log2(std::max(windows, 1e-300)) + kLowOctaves) * kPerOctave;
+  if (position <= 0.0) return renewals_.front() * windows / grid_.front();
+  const auto g = static_cast<std::size_t>(position);
+  const double x0 = grid_[g];
+  const double x1 = grid_[g + 1];
+  return renewals_[g] + (renewals_[g + 1] - renewals_[g]) * (windows - x0) / (x1 - x0);
+}
+
+double PlanEvaluator::windows_for(double count) const noexcept {
+  const double top = grid_.back();
+  if (count >= renewals_.back()) return top + count - renewals_.back();
+  if (count <= renewals_.front()) {
+    return renewals_.front() > 0.0 ? grid_.front() * count / renewals_.front() : grid_.front();
+  }
+  const auto above = static_cast<std::size_t>(
+      std::upper_bound(renewals_.begin(), renewals_.end(), count) - renewals_.begin());
+  const std::size_t g = above - 1;  // renewals_[g] <= count < renewals_[above]
+  const double x0 = grid_[g];
+  const double x1 = grid_[above];
+  return x0 + (x1 - x0) * (count - renewals_[g]) / (renewals_[above] - renewals_[g]);
+}
 
 double PlanEvaluator::ratio(std::size_t round, std::size_t worker, std::size_t task) const noexcept {
   std::uint64_t state = seed_ + evaluation_ * kPerEvaluation + round * kPerRound +
                         worker * kPerWorker + task * kPerTask;
-  const std::uint64_t bits = splitmix64(state);
-  return ratios_[(bits >> 11) % ratios_.size()] * ratio_scale_;
+  // The top 32 bits scaled to [0, size) by a multiplication (Lemire's reduction): no division.
+  const std::uint64_t bits = splitmix64(state) >> 32;
+  return ratios_[(bits * ratios_.size()) >> 32] * ratio_scale_;
 }
 
 PlanEstimate PlanEvaluator::quotas(std::span<const double> means,

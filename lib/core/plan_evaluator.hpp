@@ -40,8 +40,10 @@ class PlanEvaluator {
   static constexpr std::size_t kTasks = 1472;  // 64 rounds of the paper's B = 23
   static constexpr std::size_t kMinRounds = 8;
   static constexpr std::size_t kMaxRounds = 64;
+  static constexpr std::size_t kPaths = 512;
+  static constexpr std::size_t kGrid = 97;
 
-  explicit PlanEvaluator(std::uint64_t seed) noexcept : seed_(seed) {}
+  explicit PlanEvaluator(std::uint64_t seed);
 
   /// `means` ascending (the known workers, fastest first), `quotas` the tasks of the quota plan
   /// per entry of `means` (summing to `batch`), `ratios` non-empty with a positive mean.
@@ -52,6 +54,20 @@ class PlanEvaluator {
                       std::span<const double> ratios, std::size_t batch, double price,
                       RaceKind kind, std::size_t around);
   [[nodiscard]] std::span<const PlanEstimate> all() const noexcept { return estimates_; }
+
+  /// Tabulates the shape's renewal function M(x): the expected number of tasks a worker
+  /// computing back to back from 0 finishes within x of its mean task times, on kPaths
+  /// resampled paths, at x = 2^(g/8 - 6) for g = 0..kGrid-1 (1/64 to 64), and the shape's cv^2.
+  /// `ratios` non-empty with a positive mean. For an exponential shape M(x) = x; a shape with a
+  /// heavy tail finishes more than x tasks in short windows (most tasks are short).
+  void tabulate_renewals(std::span<const double> ratios);
+  [[nodiscard]] bool has_renewals() const noexcept { return !renewals_.empty(); }
+  /// M(x) for x >= 0: linear below the grid, x - 64 + M(64) above. Requires has_renewals().
+  [[nodiscard]] double renewals(double windows) const noexcept;
+  /// The x with M(x) = count (the inverse), for count > 0. Requires has_renewals().
+  [[nodiscard]] double windows_for(double count) const noexcept;
+  /// The cv^2 of the ratios last tabulated.
+  [[nodiscard]] double shape_cv2() const noexcept { return shape_cv2_; }
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
  private:
@@ -70,6 +86,9 @@ class PlanEvaluator {
   std::vector<PlanEstimate> estimates_;
   std::vector<std::pair<double, std::size_t>> heap_;  // (end of the running copy, racer)
   std::vector<std::size_t> started_;                  // tasks started per racer
+  std::vector<double> grid_;                          // the renewal grid's points
+  std::vector<double> renewals_;                      // M at them
+  double shape_cv2_ = 1.0;
 };
 
 }  // namespace ata::detail

@@ -270,6 +270,8 @@ class AtaAutoPolicy final : public Policy {
   void evaluate_plans(std::size_t batch);
   void race(std::size_t batch, Plan& out);
   void test_exposure(std::size_t worker);
+  void close_window(std::size_t worker);
+  [[nodiscard]] double planning_mean(std::size_t worker);
   void learn(std::size_t worker, double seconds) override;
   void learn_censored(std::size_t worker, double seconds) override;
   [[nodiscard]] static double corrected_mean(const Worker& w) noexcept;
@@ -369,9 +371,15 @@ class AtaAutoPolicy final : public Policy {
   std::vector<std::pair<double, std::size_t>> keyed_;  // scratch of race(): (mean, worker)
   std::vector<double> sorted_means_;
   std::vector<std::size_t> sorted_quotas_;
-  // A racer's time on test and finished tasks since its window opened (the exposure test).
+  // A racer's time on test, finished tasks and rounds since its window opened (the exposure
+  // test), and since its last change (its planning mean).
   std::vector<double> exposure_;
   std::vector<std::size_t> exposure_finished_;
+  std::vector<std::size_t> exposure_rounds_;
+  std::vector<std::size_t> race_rounds_;
+  std::vector<double> race_exposure_;
+  std::vector<std::size_t> race_finished_;
+  std::vector<double> planned_;  // planning means, cached (NaN: stale)
 };
 
 }  // namespace ata
