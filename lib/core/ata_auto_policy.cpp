@@ -78,11 +78,10 @@ constexpr std::uint64_t kShapeStream = 0x3c6ef372fe94f82bULL;
 // The plan evaluator's draws come from the seed moved this far along.
 constexpr std::uint64_t kPlanStream = 0xa54ff53a5f1d36f1ULL;
 // Evaluations of the plans are at least kMinEvaluationGap rounds apart; beyond that, as far
-// apart as keeps their cost (task draws and heap steps) at about (n + B) / kEvaluationShare per
-// round: a fraction of a round's own cost (step 5). A detected change brings the next one
-// forward to kChangePull of the gap after the last.
+// apart as keeps their cost (task draws and heap steps) at about n + B per round, a round's own
+// (step 5; measured in bench/policy_bench.cpp). A detected change brings the next one forward
+// to 1/kChangePull of the gap after the last.
 constexpr std::size_t kMinEvaluationGap = 16;
-constexpr std::size_t kEvaluationShare = 1;
 constexpr std::size_t kChangePull = 4;
 // The evaluation's quotas: solve_with_shape() this many times, so that its count of workers
 // (which moves one step per comparison, every fourth call) walks towards the shape's best.
@@ -594,7 +593,7 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());
   ++evaluations_;
   evaluated_at_ = round();
-  evaluation_gap_ = std::max(kMinEvaluationGap, kEvaluationShare * evaluator_->events() / (n + batch));
+  evaluation_gap_ = std::max(kMinEvaluationGap, evaluator_->events() / (n + batch));
   next_evaluation_ = round() + evaluation_gap_;
   changes_at_evaluation_ = changes_detected_;
   unseen_at_evaluation_ = unseen_;

@@ -109,22 +109,29 @@ namespace ata {
 /// 5. Plans (only with Options::race set): which plan of the round minimises the objective
 ///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
 ///    estimates. Once the shape has 256 ratios, the quotas of step 2 (computed with the
-///    estimated means, no posterior noise) and races of the m workers of smallest estimated mean
-///    (m on a doubling grid, refined around the best) are simulated under the learned laws,
-///    worker i's time being its estimated mean times a ratio drawn from the shape, on common
+///    planning means below, no posterior noise) and races of the m workers of smallest planning
+///    mean (m on a doubling grid, refined around the best) are simulated under the learned laws,
+///    worker i's time being its planning mean times a ratio drawn from the shape, on common
 ///    draws (detail::PlanEvaluator), and the cheapest is played. Later evaluations are local
 ///    steps (the quotas, the race played and its neighbours m -/+ m/8), as far apart as keeps
-///    their cost per round at about half a round's own; a detected change or a newly seen
-///    worker brings the next forward (to a quarter of the gap) and makes it a full one.
-///    While racing, the members are re-picked every round from the estimates (a member whose
-///    censored times push its mean up leaves), the exploration credit grows by
-///    Options::exploration_budget of the predicted objective and each exploratory racer costs p
-///    x the predicted wall, and the shape learns only from quota rounds (a race's finished
-///    times are biased short: the long ones are stopped). A racer that finishes far fewer tasks
-///    than its time on test predicts (a Poisson count of at most a quarter of its expectation,
-///    probability below 1e-8, widened by the pooled cv^2 for heavy tails) restarts its
-///    statistics from that window: racing hides slowdowns from the test of step 4, whose
-///    finished times no longer come.
+///    their cost per round at about a round's own; a detected change or a newly seen worker
+///    brings the next forward (to a quarter of the gap) and makes it a full one.
+///    - Planning means: a worker's mean of step 3 until it has raced 8 rounds since its last
+///      change; then the mean under which the shape's renewal function M (tasks finished within
+///      x mean times from a fresh start, tabulated from the shape) gives its finished tasks per
+///      race round over its mean race window. For exponential times (M(x) = x) both are its
+///      time on test over its finished tasks; for heavy tails that ratio is biased low in short
+///      windows (lognormal sigma 1.5: about 0.45x the mean), which M corrects.
+///    - While racing, the members are re-picked every round from the planning means (a member
+///      whose censored times push its mean up leaves), the exploration credit grows by
+///      Options::exploration_budget of the predicted objective and each exploratory racer costs
+///      p x the predicted wall, and the shape learns only from quota rounds (a race's finished
+///      times are biased short: the long ones are stopped).
+///    - A racer that finishes far fewer tasks than its window predicts (rounds x M(window /
+///      planning mean); an alarm needs at most a quarter of that count and a Poisson
+///      log-probability below log 1e-8, divided by the shape's cv^2 when above 1) restarts its
+///      statistics from that window: racing hides slowdowns from the test of step 4, whose
+///      finished times no longer come.
 ///
 /// Sound when: times of one worker are i.i.d. between changes with a finite variance; the
 /// workers' laws are close to a scale family (time = work / speed: the same shape, different
@@ -150,7 +157,8 @@ namespace ata {
 /// plus, every 4th round, two or three expected round times under the shape (O(48 m), m workers
 /// used); per observation O(1) (the change test reads at most 16 stored times), plus a rebuild
 /// of the shape's tables every 8,192 ratios (O(32 x 512)). Measured in
-/// docs/beyond-the-paper.md.
+/// docs/beyond-the-paper.md. With Options::race, a race round costs O(n) (the members by
+/// planning mean) and the evaluations about as much again, amortised (docs/frontier.md).
 ///
 /// Not thread-safe (see Policy).
 class AtaAutoPolicy final : public Policy {
