@@ -119,6 +119,7 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
           {"backup_copies", o.backup_copies},
           {"work_price", config.objective.price(config.scenario.workers())},
           {"work_price_default", !config.objective.work_price.has_value()},
+          {"ata_auto_race", o.ata_auto_race},
           {"eofta", eofta == nullptr ? nlohmann::json(nullptr) : nlohmann::json("ran")},
           {"eofta_left_out", eofta_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(eofta_note)},
           {"frontier", frontier_json},
@@ -303,9 +304,8 @@ int run(const Options& o) {
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
-  // The simulated tasks are samples (SGD gradients), as race:M and GTA take them: ata-auto may
-  // race them too.
-  config.policy.race = ata::RaceKind::fungible;
+  if (o.ata_auto_race == "fungible") config.policy.race = ata::RaceKind::fungible;
+  if (o.ata_auto_race == "indexed") config.policy.race = ata::RaceKind::indexed;
   // The EOFTA yardstick is sized before anything runs, and left out when it does not fit.
   std::vector<std::string> names = o.strategies;
   std::string eofta_note;
