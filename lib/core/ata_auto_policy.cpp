@@ -290,8 +290,10 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   // while the worker is under test, whose mean may be that of its old speed; not in a race,
   // whose finished times are the short ones (step 5).
   if (racing_) {
-    race_exposure_[worker] += seconds;
-    ++race_finished_[worker];
+    if (!restarting_) {  // restarts finish more tasks than the renewal function counts
+      race_exposure_[worker] += seconds;
+      ++race_finished_[worker];
+    }
     exposure_[worker] += seconds;
     ++exposure_finished_[worker];
   } else if (!testing && w.count >= kShapeMinSamples) {
@@ -320,7 +322,7 @@ void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
   }
   if (racing_) {
     touch(worker);
-    race_exposure_[worker] += seconds;
+    if (!restarting_) race_exposure_[worker] += seconds;
     exposure_[worker] += seconds;
     test_exposure(worker);
   }
@@ -514,6 +516,7 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
 
 void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
   racing_ = false;
+  restarting_ = false;
   if (options_.race && backlog().empty() && shape_->ratios().size() >= kEvaluationRatios &&
       unseen_ < workers()) {
     // A change, or a worker seen for the first time, brings the evaluation forward.
@@ -588,6 +591,7 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   // thousands of race rounds' budget) is not carried into a race, whose probes cost work.
   if (racers_ == 0 && best.racers > 0) credit_ = std::max(credit_, 0.0);
   racers_ = best.racers;
+  restart_ = best.restart_after;
   race_wall_ = best.wall;
   race_objective_ = best.objective;
   last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());
@@ -626,11 +630,18 @@ void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
     exploring_[i] = 0;
     credit_ -= price * race_wall_;
   }
+  restarting_ = restart_ < std::numeric_limits<double>::infinity();
   for (const std::size_t i : out.racers()) {
-    ++race_rounds_[i];
+    if (restarting_) {
+      const double budget = restart_ * planning_mean(i);
+      if (budget > 0.0) out.set_restart_after(i, budget);
+    } else {
+      ++race_rounds_[i];
+      planned_[i] = kStale;
+    }
     ++exposure_rounds_[i];
-    planned_[i] = kStale;
   }
+  restart_rounds_ += restarting_;
   exploratory_tasks_ += explored_.size();
   credit_ = std::min(credit_ + options_.exploration_budget * race_objective_,
                      kCreditRounds * race_objective_);

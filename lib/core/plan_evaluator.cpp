@@ -111,7 +111,7 @@ PlanEstimate PlanEvaluator::quotas(std::span<const double> means,
 }
 
 PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t racers,
-                                 std::size_t batch, double price, RaceKind kind) {
+                                 std::size_t batch, double price, RaceKind kind, double restart) {
   const auto later = std::greater<>{};
   double wall = 0.0;
   double work = 0.0;
@@ -120,36 +120,45 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
     heap_.clear();
     std::fill(started_.begin(), started_.end(), 0);
     double busy = 0.0;  // indexed races: the copies' times
+    // Racer j's next copy from `at`: its end, or its restart budget's (the event's low bit).
+    const auto start = [&](double at, std::size_t j) {
+      const double d = means[j] * ratio(r, j, started_[j]++);
+      const double budget = restart * means[j];
+      const bool restarted = d > budget;
+      busy += restarted ? budget : d;
+      heap_.emplace_back(at + (restarted ? budget : d), 2 * j + (restarted ? 1 : 0));
+    };
     std::size_t claimed = 0;
     for (std::size_t j = 0; j < racers && (kind == RaceKind::fungible || claimed < batch); ++j) {
-      const double d = means[j] * ratio(r, j, started_[j]++);
-      heap_.emplace_back(d, j);
-      busy += d;
+      start(0.0, j);
       ++claimed;
     }
     std::make_heap(heap_.begin(), heap_.end(), later);
     std::size_t results = 0;
+    std::size_t events = 0;
     double end = 0.0;
     while (!heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), later);
-      const auto [at, j] = heap_.back();
+      const auto [at, code] = heap_.back();
       heap_.pop_back();
+      ++events;
       end = at;
-      if (++results == batch && kind == RaceKind::fungible) break;
-      if (kind == RaceKind::indexed && claimed == batch) continue;
-      const double d = means[j] * ratio(r, j, started_[j]++);
-      heap_.emplace_back(at + d, j);
+      const std::size_t j = code / 2;
+      if (code % 2 == 0) {  // a result; a restart starts the same task afresh
+        if (++results == batch && kind == RaceKind::fungible) break;
+        if (kind == RaceKind::indexed && claimed == batch) continue;
+        ++claimed;
+      }
+      start(at, j);
       std::push_heap(heap_.begin(), heap_.end(), later);
-      busy += d;
-      ++claimed;
     }
-    // The round's cost: its starts (make_heap is linear) and a heap operation per result.
-    events_ += racers + results * static_cast<std::size_t>(std::bit_width(racers));
+    // The round's cost: its starts (make_heap is linear) and a heap operation per event.
+    events_ += racers + events * static_cast<std::size_t>(std::bit_width(racers));
     wall += end;
     work += kind == RaceKind::fungible ? static_cast<double>(racers) * end : busy;
   }
   const auto rounds = static_cast<double>(rounds_);
-  return {racers, wall / rounds, work / rounds, (wall + price * work) / rounds};
+  return {racers, wall / rounds, work / rounds, (wall + price * work) / rounds, restart};
 }
 
 PlanEstimate PlanEvaluator::choose(std::span<const double> means,
@@ -169,11 +178,12 @@ PlanEstimate PlanEvaluator::choose(std::span<const double> means,
   estimates_.push_back(quotas(means, quotas_per_worker, price));
   const std::size_t n = means.size();
   const auto tried = [&](std::size_t m) {
-    return std::any_of(estimates_.begin(), estimates_.end(),
-                       [m](const PlanEstimate& e) { return e.racers == m; });
+    return std::any_of(estimates_.begin(), estimates_.end(), [m](const PlanEstimate& e) {
+      return e.racers == m && e.restart_after == kNoRestart;
+    });
   };
   const auto try_race = [&](std::size_t m) {
-    if (!tried(m)) estimates_.push_back(race(means, m, batch, price, kind));
+    if (!tried(m)) estimates_.push_back(race(means, m, batch, price, kind, kNoRestart));
   };
   if (around > 0) {  // a local step: the race played and its neighbours
     const std::size_t m = std::min(around, n);
@@ -196,6 +206,21 @@ PlanEstimate PlanEvaluator::choose(std::span<const double> means,
     for (std::size_t m = std::max<std::size_t>(1, grid_best / 2); m <= std::min(n, 2 * grid_best);
          m += step) {
       try_race(m);
+    }
+  }
+  // Restarts pay only where the hazard falls: tails clearly heavier than the exponential's (which
+  // restarts leave as it is, and lighter tails lose by them). Then the best race is tried with
+  // budgets.
+  if (shape_cv2_ > kRestartCv2) {
+    const PlanEstimate* best_race = nullptr;
+    for (const PlanEstimate& e : estimates_) {
+      if (e.racers > 0 && (best_race == nullptr || e.objective < best_race->objective)) best_race = &e;
+    }
+    if (best_race != nullptr) {
+      const std::size_t m = best_race->racers;
+      for (const double budget : kRestartBudgets) {
+        estimates_.push_back(race(means, m, batch, price, kind, budget));
+      }
     }
   }
   // The quotas come first: a strict comparison leaves ties to them, then to the race tried first.

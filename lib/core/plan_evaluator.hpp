@@ -3,7 +3,9 @@
 // (quotas, races of the m fastest) under the learned laws, by Monte Carlo on common random
 // numbers. Internal to the library.
 
+#include <array>
 #include <cstddef>
+#include <limits>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -26,8 +28,10 @@ using PlanEstimate = AtaAutoPolicy::PlanEstimate;
 /// Candidates: the quotas, and races of m = 1, 2, 4, ... (doubling) and all of the workers, then
 /// refined between m*/2 and 2 m* in steps of max(1, m*/8) around the best grid m* (the frontier
 /// yardstick's grid, docs/frontier.md); or, for a local step around a race of m, the quotas and
-/// races of m and m -/+ max(1, m/8). Each is simulated for clamp(kTasks / B, kMinRounds,
-/// kMaxRounds) rounds. A fungible race's work is m x its wall (every racer
+/// races of m and m -/+ max(1, m/8). When the shape's cv^2 (from the last tabulate_renewals())
+/// is above kRestartCv2, the best race is also tried with restart budgets: a copy that has run
+/// kRestartBudgets[k] x its worker's mean is stopped and the same task started afresh on that
+/// worker. Each candidate is simulated for clamp(kTasks / B, kMinRounds, kMaxRounds) rounds. A fungible race's work is m x its wall (every racer
 /// computes until the B-th result); an indexed race's is the sum of its copies' times.
 ///
 /// Cost: O(rounds x (B + m) log m) per race candidate, O(rounds x B) for the quotas; events()
@@ -41,6 +45,11 @@ class PlanEvaluator {
   static constexpr std::size_t kMinRounds = 8;
   static constexpr std::size_t kMaxRounds = 64;
   static constexpr std::size_t kPaths = 512;
+  static constexpr double kNoRestart = std::numeric_limits<double>::infinity();
+  /// Restart budgets are tried when the shape's cv^2 exceeds this (an exponential's is 1).
+  static constexpr double kRestartCv2 = 2.0;
+  /// Restart budgets tried, in multiples of each racer's mean.
+  static constexpr std::array<double, 4> kRestartBudgets{0.25, 0.5, 1.0, 2.0};
   static constexpr std::size_t kGrid = 97;
 
   explicit PlanEvaluator(std::uint64_t seed);
@@ -75,7 +84,7 @@ class PlanEvaluator {
   PlanEstimate quotas(std::span<const double> means, std::span<const std::size_t> tasks,
                       double price);
   PlanEstimate race(std::span<const double> means, std::size_t racers, std::size_t batch,
-                    double price, RaceKind kind);
+                    double price, RaceKind kind, double restart);
 
   std::uint64_t seed_;
   std::uint64_t evaluation_ = 0;  // a fresh set of common draws per choose()

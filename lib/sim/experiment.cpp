@@ -198,8 +198,15 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     }
     std::stable_sort(run.played_plans.begin(), run.played_plans.end(),
                      [](const PlayedPlan& a, const PlayedPlan& b) { return a.rounds > b.rounds; });
+    if (automatic->restart_rounds() > 0) {
+      run.played_plans.push_back({"with restart budgets", automatic->restart_rounds()});
+    }
     for (const auto& e : automatic->last_evaluation()) {
-      run.last_evaluation.push_back({name(e.racers), e.wall, e.work, e.objective});
+      std::string plan = name(e.racers);
+      if (std::isfinite(e.restart_after)) {
+        plan += " restarting past " + detail::to_text(e.restart_after) + "x the mean";
+      }
+      run.last_evaluation.push_back({plan, e.wall, e.work, e.objective});
     }
   }
   return run;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -204,6 +205,8 @@ class AtaAutoPolicy final : public Policy {
     double wall = 0.0;
     double work = 0.0;
     double objective = 0.0;  ///< wall + p x work
+    /// Restart budget in multiples of each racer's mean (+infinity: none).
+    double restart_after = std::numeric_limits<double>::infinity();
   };
 
   /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, a
@@ -243,6 +246,11 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] std::span<const std::size_t> rounds_by_racers() const noexcept {
     return rounds_by_racers_;
   }
+  /// The restart budget of the race chosen at the last evaluation, in multiples of each racer's
+  /// planning mean (+infinity: none).
+  [[nodiscard]] double chosen_restart() const noexcept { return restart_; }
+  /// Race rounds played with restart budgets.
+  [[nodiscard]] std::size_t restart_rounds() const noexcept { return restart_rounds_; }
   /// Every candidate's estimate at the last evaluation (empty before the first), quotas first.
   [[nodiscard]] std::span<const PlanEstimate> last_evaluation() const noexcept {
     return last_evaluation_;
@@ -366,6 +374,9 @@ class AtaAutoPolicy final : public Policy {
   double race_wall_ = 0.0;       // the chosen race's predicted wall per round
   double race_objective_ = 0.0;  // and objective
   bool racing_ = false;          // the round being observed is a race
+  bool restarting_ = false;      // with restart budgets
+  double restart_ = std::numeric_limits<double>::infinity();  // the chosen budget (x mean)
+  std::size_t restart_rounds_ = 0;
   std::size_t evaluated_at_ = 0;     // round of the last evaluation
   std::size_t next_evaluation_ = 0;  // round of the next one
   std::size_t evaluation_gap_ = 0;   // rounds between them, without changes

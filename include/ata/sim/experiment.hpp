@@ -125,8 +125,9 @@ struct StrategyRun {
   std::optional<EoftaSolution> eofta;
   /// For "frontier": the plan it chose and the probes it chose from.
   std::optional<FrontierChoice> frontier;
-  /// For "ata-auto": the plans it played (most rounds first), and its last evaluation of the
-  /// candidates (AtaAutoPolicy::last_evaluation(); its wall and work per round), quotas first.
+  /// For "ata-auto": the plans it played (most rounds first; then, if any, the race rounds
+  /// "with restart budgets"), and its last evaluation of the candidates
+  /// (AtaAutoPolicy::last_evaluation(); its wall and work per round), quotas first.
   std::vector<PlayedPlan> played_plans;
   std::vector<FrontierCandidate> last_evaluation;
   /// The copies of the first and last config.traced_rounds rounds, in round order.
