@@ -2,6 +2,7 @@
 // change detection and rediscovery while it races, in virtual time.
 
 #include <catch2/catch_test_macros.hpp>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -51,6 +52,35 @@ TEST_CASE("ata-auto races memoryless near-homogeneous workers", "[sim][ata-auto]
   // the best plan races (nearly) all of them.
   CHECK(policy.chosen_racers() >= 12);
   CHECK(policy.rounds_by_racers()[0] < 100);
+  CHECK(policy.restart_rounds() == 0);  // memoryless: a restart gains nothing
+}
+
+TEST_CASE("ata-auto restarts heavy-tailed tasks and beats the race without restarts",
+          "[sim][ata-auto]") {
+  // Lognormal times of sigma 1.5 (cv 2.9), means 1..12: most tasks are short, a few very long.
+  std::vector<TimeModel> models;
+  for (std::size_t i = 1; i <= 12; ++i) {
+    models.push_back(TimeModel::lognormal(std::log(static_cast<double>(i)) - 1.125, 1.5));
+  }
+  const Scenario cluster("lognormal", models);
+  const auto objective = [&](ata::Policy& policy) {
+    ata::sim::Simulation sim(cluster, policy, 12, 1);
+    double total = 0.0;
+    for (int k = 0; k < 1500; ++k) {
+      const auto r = sim.run_round();
+      total += r.wall_time + r.worker_time / 12.0;  // the default price, 1/n
+    }
+    return total;
+  };
+  ata::AtaAutoPolicy policy(12, racing());
+  const double learned = objective(policy);
+  CHECK(policy.restart_rounds() > 1000);
+  CHECK(policy.chosen_restart() < 4.0);
+  // Every race of the m fastest without restarts, from the true means (the frontier's family).
+  for (std::size_t m = 1; m <= 12; ++m) {
+    ata::FixedPlanPolicy race("race", ata::race_of_fastest(cluster.means(), m));
+    CHECK(learned < 0.9 * objective(race));
+  }
 }
 
 TEST_CASE("ata-auto allocates near-deterministic times", "[sim][ata-auto]") {
