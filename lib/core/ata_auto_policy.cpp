@@ -597,7 +597,10 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());
   ++evaluations_;
   evaluated_at_ = round();
-  evaluation_gap_ = std::max(kMinEvaluationGap, evaluator_->events() / (n + batch));
+  // At most the rounds so far: early choices rest on few observations, and the local steps
+  // that revisit them cost little.
+  evaluation_gap_ =
+      std::max(kMinEvaluationGap, std::min(evaluator_->events() / (n + batch), round()));
   next_evaluation_ = round() + evaluation_gap_;
   changes_at_evaluation_ = changes_detected_;
   unseen_at_evaluation_ = unseen_;

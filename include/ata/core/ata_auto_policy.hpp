@@ -115,8 +115,9 @@ namespace ata {
 ///    worker i's time being its planning mean times a ratio drawn from the shape, on common
 ///    draws (detail::PlanEvaluator), and the cheapest is played. Later evaluations are local
 ///    steps (the quotas, the race played and its neighbours m -/+ m/8), as far apart as keeps
-///    their cost per round at about a round's own; a detected change or a newly seen worker
-///    brings the next forward (to a quarter of the gap) and makes it a full one.
+///    their cost per round at about a round's own, and at most as many rounds apart as have been
+///    played; a detected change or a newly seen worker brings the next forward (to a quarter
+///    of the gap) and makes it a full one.
 ///    - Planning means: a worker's mean of step 3 until it has raced 8 rounds since its last
 ///      change; then the mean under which the shape's renewal function M (tasks finished within
 ///      x mean times from a fresh start, tabulated from the shape) gives its finished tasks per
