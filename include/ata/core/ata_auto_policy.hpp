@@ -185,6 +185,9 @@ class AtaAutoPolicy final : public Policy {
     /// RaceKind::fungible when tasks are interchangeable samples (stochastic gradients), the
     /// kind of `race:M`; RaceKind::indexed when every task index must run (a race then claims
     /// them one by one). A driver that refuses races (MPI refuses indexed ones) needs nullopt.
+    /// With a race kind, drive the policy with plan() (allocate() throws on a race); on tails
+    /// heavier than exponential its races may carry restart budgets, which the thread runtime
+    /// refuses in a fungible race today (docs/design.md), failing that batch.
     std::optional<RaceKind> race;
     /// What a plan costs: wall + p x worker time (p = 1/n by default). Read only with race set.
     Objective objective;
