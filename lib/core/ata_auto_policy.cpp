@@ -379,8 +379,8 @@ void AtaAutoPolicy::close_window(std::size_t worker) {
 // The mean that plans use: from the worker's race rounds, once it has kMinRaceRounds of them, the
 // mean under which the shape's renewal function gives its finished tasks per round over its mean
 // window (a race's time on test over its finished tasks is biased low for heavy tails: in short
-// windows most finished tasks are short ones); else the estimated mean.
-// Cached: planned_[worker] is NaN when stale.
+// windows most finished tasks are short ones); else the estimated mean. Cached: planned_[worker]
+// is NaN when stale.
 double AtaAutoPolicy::planning_mean(std::size_t worker) {
   double& planned = planned_[worker];
   if (!std::isnan(planned)) return planned;
@@ -606,8 +606,9 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
   unseen_at_evaluation_ = unseen_;
 }
 
-// A race of the racers_ known workers of least estimated mean, plus exploratory racers while the
-// credit lasts (each charged p x the predicted wall: the work it adds).
+// A race of the racers_ known workers of least planning mean, plus exploratory racers while the
+// credit lasts (each charged p x the predicted wall: the work it adds), with the chosen restart
+// budgets if any.
 void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
   const std::size_t n = workers();
   keyed_.clear();
