@@ -87,6 +87,17 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"backup_copies", r.backup_copies},
                      {"stopped_copies", r.stopped_copies}};
     if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
+    if (!r.played_plans.empty()) {
+      nlohmann::json played = nlohmann::json::array();
+      for (const auto& p : r.played_plans) played.push_back({{"plan", p.plan}, {"rounds", p.rounds}});
+      nlohmann::json evaluated = nlohmann::json::array();
+      for (const auto& e : r.last_evaluation) {
+        evaluated.push_back({{"plan", e.plan}, {"wall_per_round", e.wall_time},
+                             {"work_per_round", e.worker_time}, {"objective_per_round", e.objective}});
+      }
+      s["played_plans"] = played;
+      s["last_evaluation"] = evaluated;
+    }
     if (r.eofta) {  // the last solution: its expected round time, OFTA's, and the lower bound
       s["expected_round_time"] = r.eofta->expected_round_time;
       s["ofta_expected_round_time"] = r.eofta->ofta_expected_round_time;
@@ -108,6 +119,7 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
           {"backup_copies", o.backup_copies},
           {"work_price", config.objective.price(config.scenario.workers())},
           {"work_price_default", !config.objective.work_price.has_value()},
+          {"ata_auto_race", o.ata_auto_race},
           {"eofta", eofta == nullptr ? nlohmann::json(nullptr) : nlohmann::json("ran")},
           {"eofta_left_out", eofta_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(eofta_note)},
           {"frontier", frontier_json},
@@ -291,6 +303,8 @@ int run(const Options& o) {
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
+  if (o.ata_auto_race == "fungible") config.policy.race = ata::RaceKind::fungible;
+  if (o.ata_auto_race == "indexed") config.policy.race = ata::RaceKind::indexed;
   // The EOFTA yardstick is sized before anything runs, and left out when it does not fit.
   std::vector<std::string> names = o.strategies;
   std::string eofta_note;
@@ -404,6 +418,27 @@ int run(const Options& o) {
     std::printf("frontier: %s (probe objective %s over %zu probe rounds on seed %llu, best of %zu candidates)\n",
                 c.plan.c_str(), ata::apps::general(c.probe_objective, 5).c_str(), c.probe_rounds,
                 static_cast<unsigned long long>(c.probe_seed), c.candidates.size());
+  }
+
+  for (const auto& r : runs) {
+    if (r.played_plans.empty()) continue;
+    std::string played;
+    for (const auto& p : r.played_plans) {
+      played += (played.empty() ? "" : ", ") + p.plan + " " +
+                ata::apps::general(100.0 * static_cast<double>(p.rounds) / static_cast<double>(config.rounds), 3) + "%";
+    }
+    std::printf("%s played: %s of the rounds\n", r.name.c_str(), played.c_str());
+    if (r.last_evaluation.empty()) continue;
+    std::vector<const ata::sim::FrontierCandidate*> ranked;
+    for (const auto& e : r.last_evaluation) ranked.push_back(&e);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto* a, const auto* b) { return a->objective < b->objective; });
+    std::string why;  // the three best and the quotas, by estimated objective per round
+    for (std::size_t j = 0; j < ranked.size(); ++j) {
+      if (j >= 3 && ranked[j]->plan != "quotas") continue;
+      why += (why.empty() ? "" : ", ") + ranked[j]->plan + " " + ata::apps::general(ranked[j]->objective, 4);
+    }
+    std::printf("%s's last evaluation (estimated objective per round): %s\n", r.name.c_str(), why.c_str());
   }
 
   if (!o.json_path.empty()) {

@@ -29,6 +29,9 @@ struct SimOptions {
   std::string backups = "copies";
   double backup_threshold = 4.0;  ///< BackupOptions::threshold_multiple
   std::size_t backup_copies = 2;  ///< BackupOptions::max_copies
+  /// --ata-auto-race fungible|indexed|off: the race ata-auto may play (off: quotas only, as
+  /// before issue 21; AtaAutoPolicy::Options::race).
+  std::string ata_auto_race = "fungible";
   /// --work-price: what a worker-second costs in wall-seconds; empty: 1/n (ata::Objective).
   std::optional<double> work_price;
   bool sgd = false;

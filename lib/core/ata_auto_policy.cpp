@@ -9,6 +9,7 @@
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
 #include "core/normal_sampler.hpp"
+#include "core/plan_evaluator.hpp"
 #include "core/round_time_allocator.hpp"
 #include "core/task_time_shape.hpp"
 
@@ -74,6 +75,32 @@ constexpr std::size_t kShapeMinSamples = 16;
 // The shape's resampling generator is the seed's, moved this far along.
 constexpr std::uint64_t kShapeStream = 0x3c6ef372fe94f82bULL;
 
+// The plan evaluator's draws come from the seed moved this far along.
+constexpr std::uint64_t kPlanStream = 0xa54ff53a5f1d36f1ULL;
+// Evaluations of the plans are at least kMinEvaluationGap rounds apart; beyond that, as far
+// apart as keeps their cost (task draws and heap steps) at about n + B per round, a round's own
+// (step 5; measured in bench/policy_bench.cpp). A detected change brings the next one forward
+// to 1/kChangePull of the gap after the last.
+constexpr std::size_t kMinEvaluationGap = 16;
+constexpr std::size_t kChangePull = 4;
+// The evaluation's quotas: solve_with_shape() this many times, so that its count of workers
+// (which moves one step per comparison, every fourth call) walks towards the shape's best.
+constexpr std::size_t kEvaluationSolves = 16;
+// The first evaluation waits for this many ratios of the shape, not for its tables (1,024):
+// where racing wins, it wins by far (heavy tails: 13x less wall than quotas), and quota rounds
+// spent learning cost more than a rougher first choice, which the next evaluations correct.
+constexpr std::size_t kEvaluationRatios = 256;
+// The exposure test (step 5): a racer's window is tested once it expects kExposureWindow
+// finished tasks, and closes at 3 kExposureWindow; an alarm needs at most kExposureDeficit of
+// the expected count and a Poisson (Chernoff) log-probability below kExposureAlarm, divided by
+// the pooled cv^2 when above 1 (a renewal count's variance is about cv^2 times its mean).
+constexpr double kExposureWindow = 16.0;
+constexpr double kExposureDeficit = 0.25;
+constexpr double kExposureAlarm = -18.42;  // log(1e-8)
+// A worker's planning mean rests on its race rounds once it has this many.
+constexpr std::size_t kMinRaceRounds = 8;
+constexpr double kStale = std::numeric_limits<double>::quiet_NaN();  // of a planning mean
+
 // Mixes the seed so that seeds 0, 1, 2, ... start far apart in SplitMix64's sequence.
 std::uint64_t initial_state(std::uint64_t seed) noexcept {
   std::uint64_t s = seed ^ 0x6a09e667f3bcc909ULL;
@@ -90,6 +117,7 @@ AtaAutoPolicy::Options checked(const AtaAutoPolicy::Options& o) {
     throw InvalidArgument("ata-auto exploration_budget must be in [0, 1), got " +
                           detail::to_text(o.exploration_budget));
   }
+  o.objective.check();
   return o;
 }
 
@@ -119,7 +147,17 @@ AtaAutoPolicy::AtaAutoPolicy(std::size_t workers, const Options& options)
       exploring_(workers, 0),
       allocator_(std::make_unique<detail::RoundTimeAllocator>()),
       shape_(std::make_unique<detail::TaskTimeShape>(initial_state(options.seed ^ kShapeStream))),
-      random_state_(initial_state(options.seed)) {
+      random_state_(initial_state(options.seed)),
+      evaluator_(std::make_unique<detail::PlanEvaluator>(initial_state(options.seed ^ kPlanStream))),
+      evaluation_allocator_(std::make_unique<detail::RoundTimeAllocator>()),
+      rounds_by_racers_(workers + 1, 0),
+      exposure_(workers, 0.0),
+      exposure_finished_(workers, 0),
+      exposure_rounds_(workers, 0),
+      race_rounds_(workers, 0),
+      race_exposure_(workers, 0.0),
+      race_finished_(workers, 0),
+      planned_(workers, kStale) {
   for (std::size_t i = 0; i < workers; ++i) {
     prev_[i] = i == 0 ? workers : i - 1;
     next_[i] = i + 1;
@@ -140,7 +178,9 @@ double AtaAutoPolicy::estimated_mean(std::size_t worker) const {
 }
 
 double AtaAutoPolicy::corrected_mean(const Worker& w) noexcept {
-  return w.count == 0 ? 0.0 : w.mean + w.censored / static_cast<double>(w.count);
+  if (w.count == 0) return 0.0;
+  const double beyond = w.censored - static_cast<double>(w.censored_count) * w.shift;
+  return w.mean + std::max(beyond, 0.0) / static_cast<double>(w.count);
 }
 
 std::size_t AtaAutoPolicy::estimated_samples(std::size_t worker) const {
@@ -178,6 +218,8 @@ void AtaAutoPolicy::pool_add(std::size_t worker) {
 
 void AtaAutoPolicy::add(std::size_t worker, double seconds, double log_seconds) {
   Worker& w = workers_[worker];
+  w.shift = w.count == 0 ? seconds : std::min(w.shift, seconds);
+  planned_[worker] = kStale;
   ring_[worker * kWindow + w.count % kWindow] = seconds;
   log_ring_[worker * kWindow + w.count % kWindow] = log_seconds;
   ++w.count;
@@ -245,8 +287,16 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
     residual = std::clamp((log_seconds - centre) / sd, -kClip, kClip);
   }
   // Out of sample (the mean before this time), so that a long time is not shrunk by itself; not
-  // while the worker is under test, whose mean may be that of its old speed.
-  if (!testing && w.count >= kShapeMinSamples) {
+  // while the worker is under test, whose mean may be that of its old speed; not in a race,
+  // whose finished times are the short ones (step 5).
+  if (racing_) {
+    if (!restarting_) {  // restarts finish more tasks than the renewal function counts
+      race_exposure_[worker] += seconds;
+      ++race_finished_[worker];
+    }
+    exposure_[worker] += seconds;
+    ++exposure_finished_[worker];
+  } else if (!testing && w.count >= kShapeMinSamples) {
     const double mean = corrected_mean(w);
     if (mean > 0.0) shape_->add(seconds / mean);
   }
@@ -257,12 +307,91 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   if (options_.change_threshold < std::numeric_limits<double>::infinity()) test_for_change(worker);
 }
 
-// A censored time t (the task ran at least t) adds t to the worker's time on test and nothing to
-// its count: the exponential likelihood's correction (see the class comment). Only the posterior
-// centre moves; the cv, the pool and the change test see finished times only.
+// A censored time t (the task ran at least t) adds (t - shift)^+ to the worker's time on test and
+// nothing to its count (step 3 of the class comment). Only the posterior centre moves; the cv,
+// the pool and the change test see finished times only. In a race it also feeds the exposure
+// test, and counts as an observation for the exploration's order (a probe stopped unfinished is
+// not probed again at once).
 void AtaAutoPolicy::learn_censored(std::size_t worker, double seconds) {
-  workers_[worker].censored += seconds;
-  if (workers_[worker].count > 0) stale_[worker] = 1;  // an unseen worker stays unseen
+  Worker& w = workers_[worker];
+  planned_[worker] = kStale;
+  if (w.count == 0 || seconds > w.shift) {
+    w.censored += seconds;
+    ++w.censored_count;
+    if (w.count > 0) stale_[worker] = 1;  // an unseen worker stays unseen
+  }
+  if (racing_) {
+    touch(worker);
+    if (!restarting_) race_exposure_[worker] += seconds;
+    exposure_[worker] += seconds;
+    test_exposure(worker);
+  }
+}
+
+// A racer that finished far fewer tasks than its time on test predicts has slowed down: its
+// statistics restart from the window, its time on test over its finished tasks (or, with none,
+// the time on test taken as one task: a lower bound). See step 5 of the class comment.
+void AtaAutoPolicy::test_exposure(std::size_t worker) {
+  const double mean = planning_mean(worker);
+  if (!(mean > 0.0) || exposure_rounds_[worker] == 0) return;
+  const auto rounds = static_cast<double>(exposure_rounds_[worker]);
+  const double expected = rounds * evaluator_->renewals(exposure_[worker] / rounds / mean);
+  if (expected < kExposureWindow) return;
+  const auto finished = static_cast<double>(exposure_finished_[worker]);
+  if (finished <= kExposureDeficit * expected) {
+    double log_p = finished - expected;
+    if (finished > 0.0) log_p += finished * std::log(expected / finished);
+    if (log_p / std::max(1.0, evaluator_->shape_cv2()) < kExposureAlarm) {
+      const std::size_t keep = std::min({exposure_finished_[worker], kWindow, workers_[worker].count});
+      double kept = 0.0;
+      const std::size_t count = workers_[worker].count;
+      for (std::size_t j = 1; j <= keep; ++j) kept += ring_[worker * kWindow + (count - j) % kWindow];
+      const double on_test = exposure_[worker];
+      if (keep > 0) {
+        restart(worker, keep);
+        Worker& w = workers_[worker];
+        w.censored = std::max(on_test - kept, 0.0);  // counted whole: no shift comes off it
+        w.censored_count = 0;
+      } else {
+        pool_remove(worker);
+        workers_[worker] = Worker{};
+        add(worker, on_test, std::log(on_test));
+        pool_add(worker);
+        ++changes_detected_;
+      }
+      race_rounds_[worker] = exposure_rounds_[worker];  // restart() cleared them
+      race_exposure_[worker] = on_test;
+      race_finished_[worker] = exposure_finished_[worker];
+      planned_[worker] = kStale;
+      close_window(worker);
+      return;
+    }
+  }
+  if (expected >= 3.0 * kExposureWindow) close_window(worker);
+}
+
+void AtaAutoPolicy::close_window(std::size_t worker) {
+  exposure_[worker] = 0.0;
+  exposure_finished_[worker] = 0;
+  exposure_rounds_[worker] = 0;
+}
+
+// The mean that plans use: from the worker's race rounds, once it has kMinRaceRounds of them, the
+// mean under which the shape's renewal function gives its finished tasks per round over its mean
+// window (a race's time on test over its finished tasks is biased low for heavy tails: in short
+// windows most finished tasks are short ones); else the estimated mean. Cached: planned_[worker]
+// is NaN when stale.
+double AtaAutoPolicy::planning_mean(std::size_t worker) {
+  double& planned = planned_[worker];
+  if (!std::isnan(planned)) return planned;
+  planned = corrected_mean(workers_[worker]);
+  if (race_rounds_[worker] >= kMinRaceRounds && evaluator_->has_renewals()) {
+    const auto rounds = static_cast<double>(race_rounds_[worker]);
+    // None finished: half a task, a bound that stays finite.
+    const double per_round = std::max(static_cast<double>(race_finished_[worker]), 0.5) / rounds;
+    planned = race_exposure_[worker] / rounds / evaluator_->windows_for(per_round);
+  }
+  return planned;
 }
 
 // Adds one residual to the worker's sequential test. Every suffix of the test's times (at least
@@ -378,7 +507,150 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
   w = Worker{};
   for (std::size_t j = 0; j < keep; ++j) add(worker, times[j], logs[j]);
   pool_add(worker);
+  race_rounds_[worker] = 0;
+  race_exposure_[worker] = 0.0;
+  race_finished_[worker] = 0;
+  planned_[worker] = kStale;
   ++changes_detected_;
+}
+
+void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
+  racing_ = false;
+  restarting_ = false;
+  if (options_.race && backlog().empty() && shape_->ratios().size() >= kEvaluationRatios &&
+      unseen_ < workers()) {
+    // A change, or a worker seen for the first time, brings the evaluation forward.
+    if (changes_detected_ != changes_at_evaluation_ || unseen_ != unseen_at_evaluation_) {
+      changes_at_evaluation_ = changes_detected_;
+      unseen_at_evaluation_ = unseen_;
+      full_evaluation_ = true;
+      next_evaluation_ = std::min(next_evaluation_,
+                                  evaluated_at_ + std::max<std::size_t>(1, evaluation_gap_ / kChangePull));
+    }
+    if (round() >= next_evaluation_) evaluate_plans(batch);
+    if (racers_ > 0) {
+      race(batch, out);
+      racing_ = true;
+      return;
+    }
+  }
+  Policy::choose_plan(batch, out);
+  ++rounds_by_racers_[0];
+}
+
+// Step 5's evaluation: the known workers by planning mean (ties by index), the quotas of step 2
+// over the fastest, and the evaluator's choice among them and the races.
+void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
+  const std::size_t n = workers();
+  if (full_evaluation_) {
+    evaluator_->tabulate_renewals(shape_->ratios());
+    std::fill(planned_.begin(), planned_.end(), kStale);
+  }
+  keyed_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (workers_[i].count > 0) keyed_.emplace_back(planning_mean(i), i);
+  }
+  std::sort(keyed_.begin(), keyed_.end());
+  order_.resize(keyed_.size());
+  sorted_means_.resize(keyed_.size());
+  for (std::size_t j = 0; j < keyed_.size(); ++j) {
+    sorted_means_[j] = keyed_[j].first;
+    order_[j] = keyed_[j].second;
+  }
+  // The quotas of step 2 over the fastest, with the estimated means (no posterior noise).
+  const std::size_t k = std::min(batch, order_.size());
+  const double pool = pooled_cv2();
+  const double per_scale2 = 1.0 / (options_.exploration * options_.exploration);
+  candidate_means_.assign(sorted_means_.begin(), sorted_means_.begin() + static_cast<std::ptrdiff_t>(k));
+  candidate_estimates_ = candidate_means_;
+  candidate_cv2_.resize(k);
+  candidate_caps_.resize(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::size_t i = order_[j];
+    if (stale_[i]) refresh(i);
+    candidate_cv2_[j] = (pool_weight_[i] * pool + own_[i]) * static_cast<double>(workers_[i].count) * per_scale2;
+    candidate_caps_[j] = kRamp * workers_[i].count;
+  }
+  if (shape_->ready()) {
+    for (std::size_t r = 0; r < kEvaluationSolves; ++r) {
+      evaluation_allocator_->solve_with_shape(candidate_means_, candidate_cv2_, candidate_caps_,
+                                              candidate_estimates_, batch, candidate_tasks_, *shape_);
+    }
+  } else {
+    evaluation_allocator_->solve(candidate_means_, candidate_cv2_, candidate_caps_, batch,
+                                 candidate_tasks_, {});
+  }
+  sorted_quotas_.assign(order_.size(), 0);
+  std::copy(candidate_tasks_.begin(), candidate_tasks_.begin() + static_cast<std::ptrdiff_t>(k),
+            sorted_quotas_.begin());
+  const PlanEstimate best =
+      evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
+                         options_.objective.price(n), *options_.race, full_evaluation_ ? 0 : racers_);
+  full_evaluation_ = false;
+  // A debt of the quota rounds' exploration (a heavy-tailed probe's overshoot can be worth
+  // thousands of race rounds' budget) is not carried into a race, whose probes cost work.
+  if (racers_ == 0 && best.racers > 0) credit_ = std::max(credit_, 0.0);
+  racers_ = best.racers;
+  restart_ = best.restart_after;
+  race_wall_ = best.wall;
+  race_objective_ = best.objective;
+  last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());
+  ++evaluations_;
+  evaluated_at_ = round();
+  // At most the rounds so far: early choices rest on few observations, and the local steps
+  // that revisit them cost little.
+  evaluation_gap_ =
+      std::max(kMinEvaluationGap, std::min(evaluator_->events() / (n + batch), round()));
+  next_evaluation_ = round() + evaluation_gap_;
+  changes_at_evaluation_ = changes_detected_;
+  unseen_at_evaluation_ = unseen_;
+}
+
+// A race of the racers_ known workers of least planning mean, plus exploratory racers while the
+// credit lasts (each charged p x the predicted wall: the work it adds), with the chosen restart
+// budgets if any.
+void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
+  const std::size_t n = workers();
+  keyed_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (workers_[i].count > 0) keyed_.emplace_back(planning_mean(i), i);
+  }
+  const std::size_t m = std::min(racers_, keyed_.size());
+  std::nth_element(keyed_.begin(), keyed_.begin() + static_cast<std::ptrdiff_t>(m - 1), keyed_.end());
+  order_.resize(m);
+  for (std::size_t j = 0; j < m; ++j) order_[j] = keyed_[j].second;
+  for (std::size_t j = 0; j < m; ++j) exploring_[order_[j]] = 1;  // not explored: they race
+  explored_.clear();
+  pick_explored(batch);
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::size_t i = order_[j];
+    out.set_racer(i);
+    exploring_[i] = 0;
+    last_allocated_[i] = round();
+  }
+  const double price = options_.objective.price(n);
+  for (const std::size_t i : explored_) {
+    out.set_racer(i);
+    exploring_[i] = 0;
+    credit_ -= price * race_wall_;
+  }
+  restarting_ = restart_ < std::numeric_limits<double>::infinity();
+  for (const std::size_t i : out.racers()) {
+    if (restarting_) {
+      const double budget = restart_ * planning_mean(i);
+      if (budget > 0.0) out.set_restart_after(i, budget);
+    } else {
+      ++race_rounds_[i];
+      planned_[i] = kStale;
+    }
+    ++exposure_rounds_[i];
+  }
+  restart_rounds_ += restarting_;
+  exploratory_tasks_ += explored_.size();
+  credit_ = std::min(credit_ + options_.exploration_budget * race_objective_,
+                     kCreditRounds * race_objective_);
+  out.set_race_kind(*options_.race);
+  ++rounds_by_racers_[m];
 }
 
 void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {
@@ -398,7 +670,7 @@ void AtaAutoPolicy::choose(std::size_t batch, Allocation& out) {
   }
   pick_explored(batch);
   std::size_t tasks = batch - explored_.size();
-  double predicted = plan(tasks);
+  double predicted = plan_quotas(tasks);
   const std::size_t more = more_unseen(batch, tasks, predicted);
   if (more > 0) {
     for (std::size_t i = oldest_, added = 0; added < more; i = next_[i]) {
@@ -459,7 +731,7 @@ void AtaAutoPolicy::pick_explored(std::size_t batch) {
 // Plans `tasks` tasks for the observed workers not explored this round: posterior draws, then
 // the allocation of least estimated expected round time among the smallest draws. Returns that
 // estimate (0 when no worker is available: commit() then spreads the tasks over the explored).
-double AtaAutoPolicy::plan(std::size_t tasks) {
+double AtaAutoPolicy::plan_quotas(std::size_t tasks) {
   heap_.clear();
   const std::size_t n = workers();
   std::size_t available = n - unseen_;

@@ -62,7 +62,10 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
   if (name == "uta") return std::make_unique<UniformPolicy>(workers);
   if (name == "ata-e") return std::make_unique<AtaEmpiricalPolicy>(workers, options.eta);
   if (name == "ata-auto") {
-    return std::make_unique<AtaAutoPolicy>(workers, AtaAutoPolicy::Options{}.set_seed(options.seed));
+    return std::make_unique<AtaAutoPolicy>(workers, AtaAutoPolicy::Options{}
+                                                        .set_seed(options.seed)
+                                                        .set_race(options.race)
+                                                        .set_objective(options.objective));
   }
   if (name == "ata") {
     if (!options.alpha) throw InvalidArgument("strategy 'ata' needs alpha (a bound on the workers' sub-exponential norms)");

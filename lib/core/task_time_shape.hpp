@@ -55,6 +55,8 @@ class TaskTimeShape {
   void add(double ratio);
   /// True once the tables are built (kRatios ratios, not all 0).
   [[nodiscard]] bool ready() const noexcept { return !low_.empty(); }
+  /// The last kRatios ratios, unscaled, in no particular order: the empirical law of one task.
+  [[nodiscard]] std::span<const double> ratios() const noexcept { return ratios_; }
   /// E[max_j S_j] for independent sums S_j modelled as above: the integral of
   /// 1 - prod_j P(S_j <= t) over t, the midpoint rule on kPanels panels of the range where
   /// that product is neither 0 nor 1, each P linear between its table's grid points; one sum

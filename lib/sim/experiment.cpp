@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/error.hpp"
 #include "ata/sim/eofta_policy.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
@@ -123,6 +124,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   PolicyOptions options = config.policy;
   options.means = config.scenario.means();
   options.seed = config.seed;
+  options.objective = config.objective;
   const auto models = config.scenario.models();
   EoftaPolicy* eofta = nullptr;
   std::unique_ptr<Policy> policy;
@@ -186,6 +188,27 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   run.objective = run.wall_time + work_price * run.worker_time;
   if (sgd) run.final_suboptimality = sgd->suboptimality();
   if (eofta != nullptr) run.eofta = eofta->solution();
+  if (const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(policy.get())) {
+    const auto name = [](std::size_t racers) {
+      return racers == 0 ? std::string("quotas") : "race:" + std::to_string(racers);
+    };
+    const auto rounds = automatic->rounds_by_racers();
+    for (std::size_t m = 0; m < rounds.size(); ++m) {
+      if (rounds[m] > 0) run.played_plans.push_back({name(m), rounds[m]});
+    }
+    std::stable_sort(run.played_plans.begin(), run.played_plans.end(),
+                     [](const PlayedPlan& a, const PlayedPlan& b) { return a.rounds > b.rounds; });
+    if (automatic->restart_rounds() > 0) {
+      run.played_plans.push_back({"with restart budgets", automatic->restart_rounds()});
+    }
+    for (const auto& e : automatic->last_evaluation()) {
+      std::string plan = name(e.racers);
+      if (std::isfinite(e.restart_after)) {
+        plan += " restarting past " + detail::to_text(e.restart_after) + "x the mean";
+      }
+      run.last_evaluation.push_back({plan, e.wall, e.work, e.objective});
+    }
+  }
   return run;
 }
 

@@ -14,6 +14,7 @@ expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--alpha" --alpha -1
 expect_error "--seed: must be a whole number >= 0" --seed -1
 expect_error "--backups: backups must be off, copies or on, got 'maybe'" --backups maybe
+expect_error "--ata-auto-race: bogus not in {fungible,indexed,off}" --ata-auto-race bogus
 expect_error "--backup-threshold: must be a number > 1, got '1'" --backup-threshold 1
 expect_error "--backup-copies: must be a whole number from 1 to 16, got '0'" --backup-copies 0
 for bad in 0 -1 abc 1.5 1000000001; do
@@ -130,6 +131,9 @@ for key in '"scenario"' '"workers": 3' '"batch": 4' '"rounds": 50' '"seed": 1' '
            '"name": "ofta"' '"name": "gta"' '"name": "ata-auto"' '"wall_time"' '"worker_time"'; do
   grep -qF "$key" "$work/run.json" || fail "JSON lacks $key"
 done
+grep -qF '"ata_auto_race": "fungible"' "$work/run.json" || fail "JSON lacks ata_auto_race"
+grep -q "^ata-auto played: .* of the rounds$" "$work/out" || fail "no line of the plans ata-auto played"
+grep -qF '"played_plans"' "$work/run.json" || fail "JSON lacks ata-auto's played_plans"
 head -n1 "$work/trace.csv" | grep -q "^strategy,round,wall_time,worker_time" || fail "CSV header"
 # The same seed gives the same numbers.
 "$program" --scenario "$work/three.json" --batch 4 --rounds 50 --strategies ata-e,ata-auto,uta \

@@ -1,9 +1,12 @@
 // Censored observations (Policy::observe_censored): a task stopped after t seconds because a
-// backup copy finished first.
+// backup copy finished first or a race ended.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -41,20 +44,89 @@ TEST_CASE("censored observations are validated like observe()", "[core][policy][
   CHECK(policy.stats(0).censored_count() == 0);
 }
 
-TEST_CASE("ata-auto counts a censored time as time on test of the worker", "[core][ata-auto]") {
+TEST_CASE("ata-auto counts a censored time as time on test beyond the worker's shift",
+          "[core][ata-auto]") {
   ata::AtaAutoPolicy policy(3);
   policy.observe(0, 1.0);
   policy.observe(0, 3.0);
   CHECK(policy.estimated_mean(0) == 2.0);
-  policy.observe_censored(0, 4.0);  // (1 + 3 + 4) / 2 finished times
-  CHECK(policy.estimated_mean(0) == 4.0);
+  policy.observe_censored(0, 4.0);  // shift 1 (the smallest time): 1 + (0 + 2 + 3) / 2
+  CHECK(policy.estimated_mean(0) == 3.5);
   CHECK(policy.estimated_samples(0) == 2);
+  policy.observe_censored(0, 0.5);  // stopped before the shift: it says nothing
+  CHECK(policy.estimated_mean(0) == 3.5);
   // An unseen worker stays unseen; its censored time counts from its first finished one.
   policy.observe_censored(1, 6.0);
   CHECK(policy.estimated_mean(1) == 0.0);
   CHECK(policy.estimated_samples(1) == 0);
   policy.observe(1, 2.0);
-  CHECK(policy.estimated_mean(1) == 8.0);
+  CHECK(policy.estimated_mean(1) == 6.0);  // 2 + (6 - 2) / 1
+}
+
+namespace {
+
+// Feeds `policy` what a fungible race of every worker produces over `rounds` rounds of `batch`
+// results: each worker computes back to back from 0; at the batch-th result the round ends and
+// the copies still running are stopped, their elapsed times censored. Worker i's time is
+// shifts[i] plus an exponential of mean means[i] - shifts[i].
+void race_into(ata::Policy& policy, const std::vector<double>& shifts,
+               const std::vector<double>& means, std::size_t batch, std::size_t rounds) {
+  std::mt19937_64 rng(12345);
+  const std::size_t n = means.size();
+  std::vector<double> start(n);
+  std::vector<double> end(n);
+  const auto draw = [&](std::size_t i) {
+    return shifts[i] + std::exponential_distribution<double>(1.0 / (means[i] - shifts[i]))(rng);
+  };
+  for (std::size_t r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < n; ++i) {
+      start[i] = 0.0;
+      end[i] = draw(i);
+    }
+    double now = 0.0;
+    for (std::size_t results = 0; results < batch; ++results) {
+      const auto i = static_cast<std::size_t>(std::min_element(end.begin(), end.end()) - end.begin());
+      now = end[i];
+      policy.observe(i, now - start[i]);
+      start[i] = now;
+      end[i] = now + draw(i);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (now > start[i]) policy.observe_censored(i, now - start[i]);
+    }
+  }
+}
+
+// Checks ata-auto's mean of each worker against the true one within 4 standard errors of the
+// maximum-likelihood estimate, (mean - shift) / sqrt(finished times), and that the plain mean
+// of the finished times (which ignores the censored ones) misses the slowest worker's by more.
+void check_unbiased(const std::vector<double>& shifts, const std::vector<double>& means) {
+  ata::AtaAutoPolicy policy(means.size());
+  race_into(policy, shifts, means, /*batch=*/6, /*rounds=*/4000);
+  for (std::size_t i = 0; i < means.size(); ++i) {
+    const auto finished = static_cast<double>(policy.estimated_samples(i));
+    REQUIRE(finished >= 100.0);
+    REQUIRE(policy.stats(i).censored_count() > 0);
+    const double tolerance = 4.0 * (means[i] - shifts[i]) / std::sqrt(finished);
+    INFO("worker " << i << ": " << finished << " finished times, true mean " << means[i]);
+    CHECK(std::abs(policy.estimated_mean(i) - means[i]) <= tolerance);
+    if (i + 1 == means.size()) {  // the slowest: its long times are the ones stopped
+      CHECK(std::abs(policy.stats(i).mean() - means[i]) > tolerance);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ata-auto's means stay unbiased under a race's censoring: exponential times",
+          "[core][ata-auto]") {
+  check_unbiased({0.0, 0.0, 0.0, 0.0}, {1.0, 2.0, 3.0, 4.0});
+}
+
+TEST_CASE("ata-auto's means stay unbiased under a race's censoring: shifted exponential times",
+          "[core][ata-auto]") {
+  // The paper's law: shift = the exponential part's mean (cifar: 29 i + Exp(29 i)).
+  check_unbiased({1.0, 2.0, 3.0, 4.0}, {2.0, 4.0, 6.0, 8.0});
 }
 
 TEST_CASE("ata-auto gives fewer tasks to a worker whose tasks get stopped", "[core][ata-auto]") {

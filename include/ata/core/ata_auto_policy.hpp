@@ -6,15 +6,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "ata/core/objective.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/core/policy.hpp"
 #include "ata/core/solver.hpp"
 
 namespace ata::detail {
+class PlanEvaluator;
 class RoundTimeAllocator;
 class TaskTimeShape;
 }
@@ -79,13 +85,18 @@ namespace ata {
 ///    played until the next comparison (not with a backlog: load-aware rounds keep the rule). A worker gets at most twice as many tasks as it has
 ///    times since its last change, so that an estimate from a few lucky times costs one
 ///    bounded round.
-/// 3. Censored times (Policy::observe_censored: a copy stopped after t because a backup
-///    finished first) enter the mean as "total time on test": the mean used for worker i is
-///    (sum of its finished times + sum of its censored times) / (number of finished times), the
-///    maximum-likelihood mean of exponential times under right-censoring, so a worker whose
-///    tasks get stopped is not taken for faster than it is; the spread, the pooled cv and the
-///    change test use finished times only (a censored time is a lower bound, not a draw).
-///    Censored times of a worker not yet seen wait for its first finished one.
+/// 3. Censored times (Policy::observe_censored: a copy stopped after t, because a backup
+///    finished first or a race ended) enter the mean as time on test beyond a shift: the mean
+///    used for worker i is s_i + (sum over finished times of (t - s_i) + sum over censored times
+///    of (t - s_i)^+) / (number of finished times), s_i the smallest finished time since the
+///    last change. That is the maximum-likelihood mean of shifted exponential times under
+///    right-censoring (the paper's law), and of exponential times as s_i tends to 0: a worker
+///    whose tasks get stopped is not taken for faster than it is, and a copy stopped before the
+///    shift says nothing (racing stops slow members early in every round). Without censored
+///    times it is the plain mean. The spread, the pooled cv, the shape and the change test use
+///    finished times only (a censored time is a lower bound, not a draw). Censored times of a
+///    worker not yet seen wait for its first finished one; a censored time at or below s_i when
+///    it comes is dropped, and one that s_i later falls below counts from then on.
 /// 4. Every observation feeds a change test per worker: the clipped log-times of its last 4,
 ///    8 and 16 tasks are compared with its older ones; a shift of more than
 ///    Options::change_threshold standard errors restarts the worker's statistics from those
@@ -95,6 +106,34 @@ namespace ata {
 ///    suffix; below -4 sqrt(length) its statistics restart from that suffix (a worker that sped
 ///    up while idle is found); while they average below -0.5 it is probed again each round,
 ///    for at most 12 times.
+///
+/// 5. Plans (only with Options::race set): which plan of the round minimises the objective
+///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
+///    estimates. Once the shape has 256 ratios, the quotas of step 2 (computed with the
+///    planning means below, no posterior noise) and races of the m workers of smallest planning
+///    mean (m on a doubling grid, refined around the best) are simulated under the learned laws,
+///    worker i's time being its planning mean times a ratio drawn from the shape, on common
+///    draws (detail::PlanEvaluator), and the cheapest is played. Later evaluations are local
+///    steps (the quotas, the race played and its neighbours m -/+ m/8), as far apart as keeps
+///    their cost per round at about a round's own, and at most as many rounds apart as have been
+///    played; a detected change or a newly seen worker brings the next forward (to a quarter
+///    of the gap) and makes it a full one.
+///    - Planning means: a worker's mean of step 3 until it has raced 8 rounds since its last
+///      change; then the mean under which the shape's renewal function M (tasks finished within
+///      x mean times from a fresh start, tabulated from the shape) gives its finished tasks per
+///      race round over its mean race window. For exponential times (M(x) = x) both are its
+///      time on test over its finished tasks; for heavy tails that ratio is biased low in short
+///      windows (lognormal sigma 1.5: about 0.45x the mean), which M corrects.
+///    - While racing, the members are re-picked every round from the planning means (a member
+///      whose censored times push its mean up leaves), the exploration credit grows by
+///      Options::exploration_budget of the predicted objective and each exploratory racer costs
+///      p x the predicted wall, and the shape learns only from quota rounds (a race's finished
+///      times are biased short: the long ones are stopped).
+///    - A racer that finishes far fewer tasks than its window predicts (rounds x M(window /
+///      planning mean); an alarm needs at most a quarter of that count and a Poisson
+///      log-probability below log 1e-8, divided by the shape's cv^2 when above 1) restarts its
+///      statistics from that window: racing hides slowdowns from the test of step 4, whose
+///      finished times no longer come.
 ///
 /// Sound when: times of one worker are i.i.d. between changes with a finite variance; the
 /// workers' laws are close to a scale family (time = work / speed: the same shape, different
@@ -120,7 +159,8 @@ namespace ata {
 /// plus, every 4th round, two or three expected round times under the shape (O(48 m), m workers
 /// used); per observation O(1) (the change test reads at most 16 stored times), plus a rebuild
 /// of the shape's tables every 8,192 ratios (O(32 x 512)). Measured in
-/// docs/beyond-the-paper.md.
+/// docs/beyond-the-paper.md. With Options::race, a race round costs O(n) (the members by
+/// planning mean) and the evaluations about as much again, amortised (docs/frontier.md).
 ///
 /// Not thread-safe (see Policy).
 class AtaAutoPolicy final : public Policy {
@@ -141,7 +181,20 @@ class AtaAutoPolicy final : public Policy {
     /// draws them.
     double exploration_budget = 0.02;
 
+    /// How ata-auto may race (step 5): std::nullopt allocates only (every plan is quotas);
+    /// RaceKind::fungible when tasks are interchangeable samples (stochastic gradients), the
+    /// kind of `race:M`; RaceKind::indexed when every task index must run (a race then claims
+    /// them one by one). A driver that refuses races (MPI refuses indexed ones) needs nullopt.
+    /// With a race kind, drive the policy with plan() (allocate() throws on a race); on tails
+    /// heavier than exponential its races may carry restart budgets, which the thread runtime
+    /// refuses in a fungible race today (docs/design.md), failing that batch.
+    std::optional<RaceKind> race;
+    /// What a plan costs: wall + p x worker time (p = 1/n by default). Read only with race set.
+    Objective objective;
+
     Options& set_seed(std::uint64_t value) noexcept { seed = value; return *this; }
+    Options& set_race(std::optional<RaceKind> value) noexcept { race = value; return *this; }
+    Options& set_objective(const Objective& value) noexcept { objective = value; return *this; }
     Options& set_exploration(double value) noexcept { exploration = value; return *this; }
     Options& set_change_threshold(double value) noexcept { change_threshold = value; return *this; }
     Options& set_exploration_budget(double value) noexcept {
@@ -150,8 +203,19 @@ class AtaAutoPolicy final : public Policy {
     }
   };
 
+  /// The estimated objective of one candidate plan per round (step 5).
+  struct PlanEstimate {
+    std::size_t racers = 0;  ///< 0: the quotas; m: a race of the m fastest
+    double wall = 0.0;
+    double work = 0.0;
+    double objective = 0.0;  ///< wall + p x work
+    /// Restart budget in multiples of each racer's mean (+infinity: none).
+    double restart_after = std::numeric_limits<double>::infinity();
+  };
+
   /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, a
-  /// change_threshold that is NaN or <= 0, or an exploration_budget outside [0, 1).
+  /// change_threshold that is NaN or <= 0, an exploration_budget outside [0, 1), or an invalid
+  /// work price.
   AtaAutoPolicy(std::size_t workers, const Options& options);
   /// With the default Options (seed 0). Throws ata::InvalidArgument for workers = 0.
   explicit AtaAutoPolicy(std::size_t workers);
@@ -178,6 +242,25 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] std::size_t changes_detected() const noexcept { return changes_detected_; }
   /// How many of those came from probes of idle workers (a worker that sped up while idle).
   [[nodiscard]] std::size_t rediscoveries() const noexcept { return rediscoveries_; }
+  /// The racers of the plan chosen at the last evaluation (0: quotas; always 0 without
+  /// Options::race).
+  [[nodiscard]] std::size_t chosen_racers() const noexcept { return racers_; }
+  /// Rounds played per plan: entry 0 counts quota rounds, entry m races of m chosen workers
+  /// (exploratory racers not counted); n + 1 entries.
+  [[nodiscard]] std::span<const std::size_t> rounds_by_racers() const noexcept {
+    return rounds_by_racers_;
+  }
+  /// The restart budget of the race chosen at the last evaluation, in multiples of each racer's
+  /// planning mean (+infinity: none).
+  [[nodiscard]] double chosen_restart() const noexcept { return restart_; }
+  /// Race rounds played with restart budgets.
+  [[nodiscard]] std::size_t restart_rounds() const noexcept { return restart_rounds_; }
+  /// Every candidate's estimate at the last evaluation (empty before the first), quotas first.
+  [[nodiscard]] std::span<const PlanEstimate> last_evaluation() const noexcept {
+    return last_evaluation_;
+  }
+  /// How many evaluations of the plans were made.
+  [[nodiscard]] std::size_t evaluations() const noexcept { return evaluations_; }
   /// Exploratory tasks given so far (the first round's included).
   [[nodiscard]] std::size_t exploratory_tasks() const noexcept { return exploratory_tasks_; }
   /// The most workers that get an exploratory task in one round of `batch` tasks:
@@ -197,16 +280,24 @@ class AtaAutoPolicy final : public Policy {
     double log_mean = 0.0;
     double log_m2 = 0.0;
     double relative_m2 = 0.0;  // m2 / mean^2, as last added to the pool
-    double censored = 0.0;     // sum of the censored times since the last change
+    double shift = 0.0;        // the smallest finished time (0 while unseen)
+    double censored = 0.0;     // sum and count of the censored times kept (step 3)
+    std::size_t censored_count = 0;
   };
 
+  void choose_plan(std::size_t batch, Plan& out) override;
   void choose(std::size_t batch, Allocation& out) override;
+  void evaluate_plans(std::size_t batch);
+  void race(std::size_t batch, Plan& out);
+  void test_exposure(std::size_t worker);
+  void close_window(std::size_t worker);
+  [[nodiscard]] double planning_mean(std::size_t worker);
   void learn(std::size_t worker, double seconds) override;
   void learn_censored(std::size_t worker, double seconds) override;
   [[nodiscard]] static double corrected_mean(const Worker& w) noexcept;
 
   void pick_explored(std::size_t batch);
-  double plan(std::size_t tasks);
+  double plan_quotas(std::size_t tasks);  // not plan(): that would hide Policy::plan()
   double replan(std::size_t tasks);
   void commit(std::size_t tasks, Allocation& out);
   std::size_t more_unseen(std::size_t batch, std::size_t tasks, double predicted);
@@ -279,6 +370,39 @@ class AtaAutoPolicy final : public Policy {
   std::unique_ptr<detail::TaskTimeShape> shape_;  // the pooled shape of the task times
   RoundRobinSpread spread_;
   std::uint64_t random_state_;  // the posterior draws' generator (SplitMix64)
+
+  // Plans (step 5).
+  std::unique_ptr<detail::PlanEvaluator> evaluator_;
+  std::unique_ptr<detail::RoundTimeAllocator> evaluation_allocator_;  // quotas without noise
+  std::size_t racers_ = 0;
+  double race_wall_ = 0.0;       // the chosen race's predicted wall per round
+  double race_objective_ = 0.0;  // and objective
+  bool racing_ = false;          // the round being observed is a race
+  bool restarting_ = false;      // with restart budgets
+  double restart_ = std::numeric_limits<double>::infinity();  // the chosen budget (x mean)
+  std::size_t restart_rounds_ = 0;
+  std::size_t evaluated_at_ = 0;     // round of the last evaluation
+  std::size_t next_evaluation_ = 0;  // round of the next one
+  std::size_t evaluation_gap_ = 0;   // rounds between them, without changes
+  bool full_evaluation_ = true;      // the next evaluation tries the full grid, not a local step
+  std::size_t changes_at_evaluation_ = 0;
+  std::size_t unseen_at_evaluation_ = 0;
+  std::size_t evaluations_ = 0;
+  std::vector<std::size_t> rounds_by_racers_;
+  std::vector<PlanEstimate> last_evaluation_;
+  std::vector<std::size_t> order_;  // scratch: known workers by estimated mean
+  std::vector<std::pair<double, std::size_t>> keyed_;  // scratch of race(): (mean, worker)
+  std::vector<double> sorted_means_;
+  std::vector<std::size_t> sorted_quotas_;
+  // A racer's time on test, finished tasks and rounds since its window opened (the exposure
+  // test), and since its last change (its planning mean).
+  std::vector<double> exposure_;
+  std::vector<std::size_t> exposure_finished_;
+  std::vector<std::size_t> exposure_rounds_;
+  std::vector<std::size_t> race_rounds_;
+  std::vector<double> race_exposure_;
+  std::vector<std::size_t> race_finished_;
+  std::vector<double> planned_;  // planning means, cached (NaN: stale)
 };
 
 }  // namespace ata

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ata/core/objective.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/core/policy.hpp"
 
 namespace ata {
@@ -20,6 +22,9 @@ struct PolicyOptions {
   double eta = 1.0;             ///< "ata-e": bound on norm / mean.
   std::vector<double> means;    ///< "ofta", "race:M": true mean task time of each worker (required).
   std::uint64_t seed = 0;       ///< "ata-auto": seed of its posterior draws.
+  /// "ata-auto": the race it may play (AtaAutoPolicy::Options::race; std::nullopt: quotas only).
+  std::optional<RaceKind> race;
+  Objective objective;          ///< "ata-auto" with `race`: the objective its plans minimise.
 };
 
 /// The plain names make_policy() accepts: gta, ofta, uta, ata, ata-e, ata-auto, pull. It also

@@ -99,6 +99,12 @@ struct TracePoint {
   double suboptimality = 0.0;  ///< f(x_k) - f*, when SGD runs (else 0)
 };
 
+/// A plan ata-auto played, and in how many rounds ("quotas" or "race:M", M the chosen racers).
+struct PlayedPlan {
+  std::string plan;
+  std::size_t rounds = 0;
+};
+
 /// The outcome of one strategy.
 struct StrategyRun {
   std::string name;
@@ -119,6 +125,11 @@ struct StrategyRun {
   std::optional<EoftaSolution> eofta;
   /// For "frontier": the plan it chose and the probes it chose from.
   std::optional<FrontierChoice> frontier;
+  /// For "ata-auto": the plans it played (most rounds first; then, if any, the race rounds
+  /// "with restart budgets"), and its last evaluation of the candidates
+  /// (AtaAutoPolicy::last_evaluation(); its wall and work per round), quotas first.
+  std::vector<PlayedPlan> played_plans;
+  std::vector<FrontierCandidate> last_evaluation;
   /// The copies of the first and last config.traced_rounds rounds, in round order.
   std::vector<TracedRound> traced_rounds;
 };

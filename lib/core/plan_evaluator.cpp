@@ -1,0 +1,234 @@
+#include "core/plan_evaluator.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <functional>
+
+#include "core/normal_sampler.hpp"
+
+namespace ata::detail {
+
+namespace {
+// Odd constants that spread (evaluation, round, worker, task) over the generator's state.
+constexpr std::uint64_t kPerEvaluation = 0x9e3779b97f4a7c15ULL;
+constexpr std::uint64_t kPerRound = 0xbf58476d1ce4e5b9ULL;
+constexpr std::uint64_t kPerWorker = 0x94d049bb133111ebULL;
+constexpr std::uint64_t kPerTask = 0xd6e8feb86659fd93ULL;
+// The renewal grid: x_g = 2^(g / kPerOctave - kLowOctaves).
+constexpr double kPerOctave = 8.0;
+constexpr double kLowOctaves = 6.0;
+}  // namespace
+
+PlanEvaluator::PlanEvaluator(std::uint64_t seed) : seed_(seed), grid_(kGrid) {
+  for (std::size_t g = 0; g < kGrid; ++g) {
+    grid_[g] = std::exp2(static_cast<double>(g) / kPerOctave - kLowOctaves);
+  }
+}
+
+void PlanEvaluator::tabulate_renewals(std::span<const double> ratios) {
+  double total = 0.0;
+  double squares = 0.0;
+  for (const double r : ratios) {
+    total += r;
+    squares += r * r;
+  }
+  const auto count = static_cast<double>(ratios.size());
+  const double scale = count / total;  // to mean 1
+  shape_cv2_ = std::max(squares * scale * scale / count - 1.0, 0.0);
+  const double top = grid_.back();
+  std::vector<double> finished(kGrid + 1, 0.0);  // renewals first counted at each grid point
+  std::uint64_t state = seed_ ^ kPerEvaluation;
+  for (std::size_t path = 0; path < kPaths; ++path) {
+    double at = 0.0;
+    for (;;) {
+      at += ratios[(splitmix64(state) >> 11) % ratios.size()] * scale;
+      if (at > top) break;
+      // The first grid point at or after `at`.
+      const double g = std::ceil((std::log2(at) + kLowOctaves) * kPerOctave);
+      finished[static_cast<std::size_t>(std::clamp(g, 0.0, static_cast<double>(kGrid - 1)))] += 1.0;
+    }
+  }
+  renewals_.assign(kGrid, 0.0);
+  double running = 0.0;
+  for (std::size_t g = 0; g < kGrid; ++g) {
+    running += finished[g];
+    renewals_[g] = running / static_cast<double>(kPaths);
+  }
+}
+
+double PlanEvaluator::renewals(double windows) const noexcept {
+  const double top = grid_.back();
+  if (windows >= top) return windows - top + renewals_.back();
+  const double position = (std::log2(std::max(windows, 1e-300)) + kLowOctaves) * kPerOctave;
+  if (position <= 0.0) return renewals_.front() * windows / grid_.front();
+  const auto g = static_cast<std::size_t>(position);
+  const double x0 = grid_[g];
+  const double x1 = grid_[g + 1];
+  return renewals_[g] + (renewals_[g + 1] - renewals_[g]) * (windows - x0) / (x1 - x0);
+}
+
+double PlanEvaluator::windows_for(double count) const noexcept {
+  const double top = grid_.back();
+  if (count >= renewals_.back()) return top + count - renewals_.back();
+  if (count <= renewals_.front()) {
+    return renewals_.front() > 0.0 ? grid_.front() * count / renewals_.front() : grid_.front();
+  }
+  const auto above = static_cast<std::size_t>(
+      std::upper_bound(renewals_.begin(), renewals_.end(), count) - renewals_.begin());
+  const std::size_t g = above - 1;  // renewals_[g] <= count < renewals_[above]
+  const double x0 = grid_[g];
+  const double x1 = grid_[above];
+  return x0 + (x1 - x0) * (count - renewals_[g]) / (renewals_[above] - renewals_[g]);
+}
+
+double PlanEvaluator::ratio(std::size_t round, std::size_t worker, std::size_t task) const noexcept {
+  std::uint64_t state = seed_ + evaluation_ * kPerEvaluation + round * kPerRound +
+                        worker * kPerWorker + task * kPerTask;
+  // The top 32 bits scaled to [0, size) by a multiplication (Lemire's reduction): no division.
+  const std::uint64_t bits = splitmix64(state) >> 32;
+  return ratios_[(bits * ratios_.size()) >> 32] * ratio_scale_;
+}
+
+PlanEstimate PlanEvaluator::quotas(std::span<const double> means,
+                                   std::span<const std::size_t> tasks, double price) {
+  double wall = 0.0;
+  double work = 0.0;
+  for (std::size_t r = 0; r < rounds_; ++r) {
+    double longest = 0.0;
+    for (std::size_t j = 0; j < means.size(); ++j) {
+      double sum = 0.0;
+      for (std::size_t t = 0; t < tasks[j]; ++t) sum += ratio(r, j, t);
+      sum *= means[j];
+      longest = std::max(longest, sum);
+      work += sum;
+      events_ += tasks[j];
+    }
+    wall += longest;
+  }
+  const auto rounds = static_cast<double>(rounds_);
+  return {0, wall / rounds, work / rounds, (wall + price * work) / rounds};
+}
+
+PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t racers,
+                                 std::size_t batch, double price, RaceKind kind, double restart) {
+  const auto later = std::greater<>{};
+  double wall = 0.0;
+  double work = 0.0;
+  started_.assign(racers, 0);
+  for (std::size_t r = 0; r < rounds_; ++r) {
+    heap_.clear();
+    std::fill(started_.begin(), started_.end(), 0);
+    double busy = 0.0;  // indexed races: the copies' times
+    // Racer j's next copy from `at`: its end, or its restart budget's (the event's low bit).
+    const auto start = [&](double at, std::size_t j) {
+      const double d = means[j] * ratio(r, j, started_[j]++);
+      const double budget = restart * means[j];
+      const bool restarted = d > budget;
+      busy += restarted ? budget : d;
+      heap_.emplace_back(at + (restarted ? budget : d), 2 * j + (restarted ? 1 : 0));
+    };
+    std::size_t claimed = 0;
+    for (std::size_t j = 0; j < racers && (kind == RaceKind::fungible || claimed < batch); ++j) {
+      start(0.0, j);
+      ++claimed;
+    }
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    std::size_t results = 0;
+    std::size_t events = 0;
+    double end = 0.0;
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      const auto [at, code] = heap_.back();
+      heap_.pop_back();
+      ++events;
+      end = at;
+      const std::size_t j = code / 2;
+      if (code % 2 == 0) {  // a result; a restart starts the same task afresh
+        if (++results == batch && kind == RaceKind::fungible) break;
+        if (kind == RaceKind::indexed && claimed == batch) continue;
+        ++claimed;
+      }
+      start(at, j);
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    }
+    // The round's cost: its starts (make_heap is linear) and a heap operation per event.
+    events_ += racers + events * static_cast<std::size_t>(std::bit_width(racers));
+    wall += end;
+    work += kind == RaceKind::fungible ? static_cast<double>(racers) * end : busy;
+  }
+  const auto rounds = static_cast<double>(rounds_);
+  return {racers, wall / rounds, work / rounds, (wall + price * work) / rounds, restart};
+}
+
+PlanEstimate PlanEvaluator::choose(std::span<const double> means,
+                                   std::span<const std::size_t> quotas_per_worker,
+                                   std::span<const double> ratios, std::size_t batch,
+                                   double price, RaceKind kind, std::size_t around) {
+  ++evaluation_;
+  events_ = 0;
+  ratios_ = ratios;
+  double total = 0.0;
+  for (const double r : ratios) total += r;
+  ratio_scale_ = static_cast<double>(ratios.size()) / total;
+  // A round's wall is its B-th result, whose relative spread shrinks as 1 / sqrt(B): as many
+  // rounds as keep rounds x B about constant.
+  rounds_ = std::clamp(kTasks / batch, kMinRounds, kMaxRounds);
+  estimates_.clear();
+  estimates_.push_back(quotas(means, quotas_per_worker, price));
+  const std::size_t n = means.size();
+  const auto tried = [&](std::size_t m) {
+    return std::any_of(estimates_.begin(), estimates_.end(), [m](const PlanEstimate& e) {
+      return e.racers == m && e.restart_after == kNoRestart;
+    });
+  };
+  const auto try_race = [&](std::size_t m) {
+    if (!tried(m)) estimates_.push_back(race(means, m, batch, price, kind, kNoRestart));
+  };
+  if (around > 0) {  // a local step: the race played and its neighbours
+    const std::size_t m = std::min(around, n);
+    const std::size_t step = std::max<std::size_t>(1, m / 8);
+    try_race(m);
+    try_race(std::max<std::size_t>(1, m - std::min(step, m - 1)));
+    try_race(std::min(n, m + step));
+  } else {
+    for (std::size_t m = 1; m < n; m *= 2) try_race(m);
+    try_race(n);
+    std::size_t grid_best = 0;
+    double value = 0.0;
+    for (const PlanEstimate& e : estimates_) {
+      if (e.racers > 0 && (grid_best == 0 || e.objective < value)) {
+        grid_best = e.racers;
+        value = e.objective;
+      }
+    }
+    const std::size_t step = std::max<std::size_t>(1, grid_best / 8);
+    for (std::size_t m = std::max<std::size_t>(1, grid_best / 2); m <= std::min(n, 2 * grid_best);
+         m += step) {
+      try_race(m);
+    }
+  }
+  // Restarts pay only where the hazard falls: tails clearly heavier than the exponential's (which
+  // restarts leave as it is, and lighter tails lose by them). Then the best race is tried with
+  // budgets.
+  if (shape_cv2_ > kRestartCv2) {
+    const PlanEstimate* best_race = nullptr;
+    for (const PlanEstimate& e : estimates_) {
+      if (e.racers > 0 && (best_race == nullptr || e.objective < best_race->objective)) best_race = &e;
+    }
+    if (best_race != nullptr) {
+      const std::size_t m = best_race->racers;
+      for (const double budget : kRestartBudgets) {
+        estimates_.push_back(race(means, m, batch, price, kind, budget));
+      }
+    }
+  }
+  // The quotas come first: a strict comparison leaves ties to them, then to the race tried first.
+  const PlanEstimate* best = &estimates_.front();
+  for (const PlanEstimate& e : estimates_) {
+    if (e.objective < best->objective) best = &e;
+  }
+  return *best;
+}
+
+}  // namespace ata::detail
