@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <latch>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 // Boost 1.74's Asio uses std::exchange without including <utility> itself (g++ 12).
 #include <utility>
@@ -37,9 +39,35 @@ std::size_t batch_of(const benchmark::State& state) {
   return static_cast<std::size_t>(state.range(0));
 }
 
+// An observer that keeps every task span and learned mean in buffers allocated up front,
+// overwriting the oldest: what a trace recorder costs, without its formatting.
+class PreallocatedRecorder final : public ata::runtime::Observer {
+ public:
+  PreallocatedRecorder() : spans_(std::size_t{1} << 16), means_(std::size_t{1} << 10) {}
+
+  void on_learned(std::size_t /*round*/,
+                  std::span<const ata::WorkerStats> learned) noexcept override {
+    for (const ata::WorkerStats& worker : learned) means_[next_mean_++ % means_.size()] = worker.mean();
+  }
+  void on_batch_end(const ata::runtime::BatchEnd& end) noexcept override {
+    if (end.report == nullptr) return;
+    for (const ata::runtime::TaskRecord& task : end.report->tasks) {
+      spans_[next_span_++ % spans_.size()] = task;
+    }
+  }
+  [[nodiscard]] std::size_t spans() const noexcept { return next_span_; }
+
+ private:
+  std::vector<ata::runtime::TaskRecord> spans_;
+  std::vector<double> means_;
+  std::size_t next_span_ = 0;  // one batch at a time here: no lock needed
+  std::size_t next_mean_ = 0;
+};
+
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
 void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
-            ata::runtime::Backups backups = ata::runtime::Backups::off, bool task_records = true) {
+            ata::runtime::Backups backups = ata::runtime::Backups::off, bool task_records = true,
+            bool observed = false) {
   const std::size_t batch = batch_of(state);
   ata::runtime::WorkerPool pool(kThreads);
   auto policy = ata::make_policy(name, kThreads);
@@ -48,6 +76,8 @@ void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
                                              .set_time_chunks(time_chunks)
                                              .set_backups(backups)
                                              .set_task_records(task_records));
+  PreallocatedRecorder recorder;
+  if (observed) scheduler.set_observer(&recorder);
   std::atomic<std::size_t> sink = 0;
   for (auto _ : state) {
     scheduler.run(batch, [&](const ata::runtime::TaskContext& ctx) {
@@ -55,6 +85,7 @@ void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
     });
   }
   benchmark::DoNotOptimize(sink.load());
+  benchmark::DoNotOptimize(recorder.spans());
   count_tasks(state, batch);
 }
 
@@ -129,6 +160,10 @@ void Batches(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
+// With an observer keeping every span in a preallocated buffer (Observer; docs/timelines.md).
+BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_observed, std::string("ata-e"), false,
+                  ata::runtime::Backups::off, true, true)
+    ->Apply(Batches);
 // What tracking costs (SchedulerOptions::set_backups; docs/stragglers.md).
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false,
                   ata::runtime::Backups::copies)

@@ -168,7 +168,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   struct RanTask {
     std::size_t task;
     std::chrono::nanoseconds duration;
-    std::size_t slot;  // where its result went, or kDiscarded
+    std::size_t slot;        // where its result went, or kDiscarded
+    TaskClock::Ticks start;  // converted to TaskRecord::start when collected
   };
   // One cache line each: every worker appends to its own log while the others do.
   struct alignas(64) WorkerLog {
@@ -256,6 +257,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   const Timing timing_;
   const bool keep_records_;  // allocated mode: records_ has B entries
   const TaskClock& clock_;
+  // TaskRecord::start counts from here (RoundReport::start): a pair of readings, one per clock.
+  const TaskClock::Ticks origin_ticks_;
+  const std::chrono::steady_clock::time_point origin_;
   const std::size_t batch_;
   const std::size_t round_;
   const Allocation allocation_;

@@ -271,6 +271,10 @@ void BatchOperation::submit_now() {
       timing = Timing::chunk_means;
     }
   }
+  if (Observer* observer = scheduler_.observer_) {
+    observer->on_batch_start(BatchStart{round_, batch_, plan, start_});
+    observer_ = observer;
+  }
   std::shared_ptr<Batch> job;
   try {
     job = std::make_shared<OperationBatch>(plan, timing, batch_, round_, body_,
@@ -388,11 +392,16 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
                                    std::exception_ptr& error) {
   if (status_ != BatchStatus::succeeded) {
     error = std::exchange(error_, nullptr);
+    notify_end(status_ == BatchStatus::failed      ? BatchOutcome::failed
+               : status_ == BatchStatus::cancelled ? BatchOutcome::cancelled
+                                                   : BatchOutcome::timed_out,
+               nullptr);
     return status_;
   }
   try {
     completed_->collect(report, slot_order);
   } catch (const std::bad_alloc&) {
+    notify_end(BatchOutcome::failed, nullptr);
     throw_out_of_memory(batch_, "round report");
   }
   report.round = round_;
@@ -422,9 +431,15 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       // The batch ran and its results are good: return them, and report the policy's failure.
       report.learning_error = std::current_exception();
     }
+    if (observer_ != nullptr) observer_->on_learned(round_, policy.all_stats());
   }
   report.wall = std::chrono::steady_clock::now() - start_;
+  notify_end(BatchOutcome::succeeded, &report);
   return BatchStatus::succeeded;
+}
+
+void BatchOperation::notify_end(BatchOutcome outcome, const RoundReport* report) const noexcept {
+  if (observer_ != nullptr) observer_->on_batch_end(BatchEnd{round_, batch_, outcome, report});
 }
 
 void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {
