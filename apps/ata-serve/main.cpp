@@ -124,6 +124,7 @@ int serve(const Options& o) {
                                    {"max_samples", o.max_samples},
                                    {"seed", o.seed}};
   ata::service::ServiceMetrics metrics(scenario.workers(), description);
+  scheduler.set_observer(&metrics.scheduler_observer());
   ata::service::HttpServer server(config, scheduler, metrics);
 
   // The first line is machine-readable: ata-load --sweep and the tests read the port from it.

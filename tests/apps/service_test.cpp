@@ -165,7 +165,9 @@ TEST_CASE("ata-serve prices an option with one batch per request", "[service]") 
   CHECK(observed == 64);
   const auto metrics = exchange(server, "GET", "/metrics");
   CHECK(metric(metrics.body, "ata_http_responses_total{code=\"200\"}") == 3.0);
-  CHECK(metric(metrics.body, "ata_batch_latency_seconds_count") == 2.0);
+  CHECK(metric(metrics.body, "ata_batch_wall_seconds_count") == 2.0);
+  CHECK(metric(metrics.body, "ata_batches_total{outcome=\"succeeded\"}") == 2.0);
+  CHECK(metric(metrics.body, "ata_tasks_total{outcome=\"accepted\"}") == 64.0);
   CHECK(json_of(exchange(server, "GET", "/healthz"))["status"] == "ok");
   CHECK(server.stop(20s) == 0);
   CHECK_THAT(server.output(), ContainsSubstring("stopped after 5 responses"));
@@ -235,7 +237,7 @@ TEST_CASE("a client that disconnects mid-request cancels its batch", "[service]"
   REQUIRE(metric_reaches(server, "ata_batches_total{outcome=\"cancelled\"}", 1.0));
   const auto text = exchange(server, "GET", "/metrics").body;
   CHECK(metric(text, "ata_batches_in_flight") == 0.0);
-  CHECK(metric(text, "ata_batches_total{outcome=\"completed\"}") == 0.0);
+  CHECK(metric(text, "ata_batches_total{outcome=\"succeeded\"}") == 0.0);
   // Nothing was answered for the cancelled batch, and the server goes on serving.
   CHECK_FALSE(metric(text, "ata_http_responses_total{code=\"503\"}").has_value());
   CHECK(exchange(server, "POST", "/estimate", R"({"samples": 4})").status == 200);
