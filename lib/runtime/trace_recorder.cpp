@@ -1,0 +1,117 @@
+#include "ata/runtime/trace_recorder.hpp"
+
+#include <algorithm>
+#include <new>
+
+#include "ata/core/error.hpp"
+#include "core/chrome_trace.hpp"
+
+namespace ata::runtime {
+
+namespace {
+
+double microseconds(std::chrono::nanoseconds t) {
+  return std::chrono::duration<double, std::micro>(t).count();
+}
+
+}  // namespace
+
+TraceRecorder::TraceRecorder(std::size_t first, std::size_t last) : first_(first), last_(last) {
+  // The slots themselves up front: keeping a batch then allocates its records only.
+  head_.reserve(first);
+  tail_.reserve(last);
+}
+
+void TraceRecorder::on_batch_end(const BatchEnd& end) noexcept {
+  if (end.report == nullptr) return;
+  const RoundReport& report = *end.report;
+  std::lock_guard lock(mutex_);
+  const std::size_t index = seen_++;
+  Kept* slot = nullptr;
+  if (index < first_) {
+    slot = &head_.emplace_back();
+  } else if (last_ > 0) {
+    const std::size_t t = index - first_;
+    slot = t < last_ ? &tail_.emplace_back() : &tail_[t % last_];
+  } else {
+    return;
+  }
+  try {
+    slot->tasks.assign(report.tasks.begin(), report.tasks.end());
+    slot->round = report.round;
+    slot->start = report.start;
+  } catch (const std::bad_alloc&) {
+    ++dropped_;
+    slot->round = 0;  // an empty slot: left out of the trace
+    slot->tasks.clear();
+  }
+}
+
+std::size_t TraceRecorder::batches_seen() const {
+  std::lock_guard lock(mutex_);
+  return seen_;
+}
+
+std::string TraceRecorder::chrome_trace_json(std::string_view process, std::size_t workers,
+                                             Size* size) const {
+  std::lock_guard lock(mutex_);
+  std::vector<const Kept*> kept;
+  kept.reserve(head_.size() + tail_.size());
+  for (const Kept& batch : head_) {
+    if (batch.round != 0) kept.push_back(&batch);
+  }
+  for (const Kept& batch : tail_) {
+    if (batch.round != 0) kept.push_back(&batch);
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const Kept* a, const Kept* b) { return a->round < b->round; });
+  Size counts;
+  counts.dropped = dropped_;
+  std::chrono::steady_clock::time_point origin;
+  if (!kept.empty()) {
+    origin = (*std::min_element(kept.begin(), kept.end(), [](const Kept* a, const Kept* b) {
+               return a->start < b->start;
+             }))->start;
+  }
+  detail::ChromeTrace trace("ata");
+  trace.add_process(1, process, workers);
+  std::vector<std::size_t> copies;
+  for (const Kept* batch : kept) {
+    ++counts.batches;
+    const std::string k = std::to_string(batch->round);
+    const double batch_us = microseconds(batch->start - origin);
+    copies.assign(batch->tasks.size(), 0);
+    for (const TaskRecord& task : batch->tasks) {
+      if (task.task < copies.size()) ++copies[task.task];
+    }
+    std::chrono::nanoseconds last_end{0};
+    for (const TaskRecord& task : batch->tasks) {
+      if (task.worker >= workers) {
+        throw InvalidArgument("trace of '" + std::string(process) + "': round " + k +
+                              " has a task on worker " + std::to_string(task.worker) + " of " +
+                              std::to_string(workers));
+      }
+      if (!task.has_start()) {
+        ++counts.unplaced;
+        continue;
+      }
+      last_end = std::max(last_end, task.start + task.duration);
+      const char* outcome = task.accepted ? "accepted" : "discarded";
+      const std::string j = std::to_string(task.task);
+      const std::size_t runs = task.task < copies.size() ? copies[task.task] : 1;
+      trace.add_slice(1, task.worker, outcome,
+                      task.accepted ? "task " + j : "task " + j + " (discarded)",
+                      batch_us + microseconds(task.start), microseconds(task.duration),
+                      "\"round\":" + k + ",\"task\":" + j + ",\"outcome\":\"" + outcome +
+                          "\",\"copies\":" + std::to_string(runs));
+      ++counts.slices;
+    }
+    trace.add_slice(1, workers, "round", "round " + k, batch_us, microseconds(last_end),
+                    "\"round\":" + k + ",\"tasks\":" + std::to_string(batch->tasks.size()));
+  }
+  counts.events = trace.events();
+  if (size != nullptr) *size = counts;
+  return trace.finish();
+}
+
+}  // namespace ata::runtime
