@@ -27,7 +27,7 @@ void TraceRecorder::on_batch_end(const BatchEnd& end) noexcept {
   const RoundReport& report = *end.report;
   std::lock_guard lock(mutex_);
   const std::size_t index = seen_++;
-  Kept* slot = nullptr;
+  TracedBatch* slot = nullptr;
   if (index < first_) {
     slot = &head_.emplace_back();
   } else if (last_ > 0) {
@@ -42,7 +42,7 @@ void TraceRecorder::on_batch_end(const BatchEnd& end) noexcept {
     slot->start = report.start;
   } catch (const std::bad_alloc&) {
     ++dropped_;
-    slot->round = 0;  // an empty slot: left out of the trace
+    slot->round = 0;  // an empty slot: left out of batches()
     slot->tasks.clear();
   }
 }
@@ -52,65 +52,75 @@ std::size_t TraceRecorder::batches_seen() const {
   return seen_;
 }
 
-std::string TraceRecorder::chrome_trace_json(std::string_view process, std::size_t workers,
-                                             Size* size) const {
+std::size_t TraceRecorder::dropped() const {
   std::lock_guard lock(mutex_);
-  std::vector<const Kept*> kept;
+  return dropped_;
+}
+
+std::vector<TracedBatch> TraceRecorder::batches() const {
+  std::lock_guard lock(mutex_);
+  std::vector<TracedBatch> kept;
   kept.reserve(head_.size() + tail_.size());
-  for (const Kept& batch : head_) {
-    if (batch.round != 0) kept.push_back(&batch);
-  }
-  for (const Kept& batch : tail_) {
-    if (batch.round != 0) kept.push_back(&batch);
+  for (const auto* part : {&head_, &tail_}) {
+    for (const TracedBatch& batch : *part) {
+      if (batch.round != 0) kept.push_back(batch);
+    }
   }
   std::sort(kept.begin(), kept.end(),
-            [](const Kept* a, const Kept* b) { return a->round < b->round; });
-  Size counts;
-  counts.dropped = dropped_;
-  std::chrono::steady_clock::time_point origin;
-  if (!kept.empty()) {
-    origin = (*std::min_element(kept.begin(), kept.end(), [](const Kept* a, const Kept* b) {
-               return a->start < b->start;
-             }))->start;
+            [](const TracedBatch& a, const TracedBatch& b) { return a.round < b.round; });
+  return kept;
+}
+
+std::string chrome_trace_json(std::span<const TracedProcess> processes, TraceCounts* counts) {
+  TraceCounts written;
+  std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::time_point::max();
+  for (const TracedProcess& process : processes) {
+    for (const TracedBatch& batch : process.batches) origin = std::min(origin, batch.start);
   }
   detail::ChromeTrace trace("ata");
-  trace.add_process(1, process, workers);
   std::vector<std::size_t> copies;
-  for (const Kept* batch : kept) {
-    ++counts.batches;
-    const std::string k = std::to_string(batch->round);
-    const double batch_us = microseconds(batch->start - origin);
-    copies.assign(batch->tasks.size(), 0);
-    for (const TaskRecord& task : batch->tasks) {
-      if (task.task < copies.size()) ++copies[task.task];
-    }
-    std::chrono::nanoseconds last_end{0};
-    for (const TaskRecord& task : batch->tasks) {
-      if (task.worker >= workers) {
-        throw InvalidArgument("trace of '" + std::string(process) + "': round " + k +
-                              " has a task on worker " + std::to_string(task.worker) + " of " +
-                              std::to_string(workers));
+  for (std::size_t p = 0; p < processes.size(); ++p) {
+    const TracedProcess& process = processes[p];
+    const std::size_t pid = p + 1;
+    trace.add_process(pid, process.name, process.workers);
+    ++written.processes;
+    for (const TracedBatch& batch : process.batches) {
+      ++written.batches;
+      const std::string k = std::to_string(batch.round);
+      const double batch_us = microseconds(batch.start - origin);
+      copies.assign(batch.tasks.size(), 0);
+      for (const TaskRecord& task : batch.tasks) {
+        if (task.task < copies.size()) ++copies[task.task];
       }
-      if (!task.has_start()) {
-        ++counts.unplaced;
-        continue;
+      std::chrono::nanoseconds last_end{0};
+      for (const TaskRecord& task : batch.tasks) {
+        if (task.worker >= process.workers) {
+          throw InvalidArgument("trace of '" + process.name + "': round " + k +
+                                " has a task on worker " + std::to_string(task.worker) + " of " +
+                                std::to_string(process.workers));
+        }
+        if (!task.has_start()) {
+          ++written.unplaced;
+          continue;
+        }
+        last_end = std::max(last_end, task.start + task.duration);
+        const char* outcome = task.accepted ? "accepted" : "discarded";
+        const std::string j = std::to_string(task.task);
+        const std::size_t runs = task.task < copies.size() ? copies[task.task] : 1;
+        trace.add_slice(pid, task.worker, outcome,
+                        task.accepted ? "task " + j : "task " + j + " (discarded)",
+                        batch_us + microseconds(task.start), microseconds(task.duration),
+                        "\"round\":" + k + ",\"task\":" + j + ",\"outcome\":\"" + outcome +
+                            "\",\"copies\":" + std::to_string(runs));
+        ++written.slices;
       }
-      last_end = std::max(last_end, task.start + task.duration);
-      const char* outcome = task.accepted ? "accepted" : "discarded";
-      const std::string j = std::to_string(task.task);
-      const std::size_t runs = task.task < copies.size() ? copies[task.task] : 1;
-      trace.add_slice(1, task.worker, outcome,
-                      task.accepted ? "task " + j : "task " + j + " (discarded)",
-                      batch_us + microseconds(task.start), microseconds(task.duration),
-                      "\"round\":" + k + ",\"task\":" + j + ",\"outcome\":\"" + outcome +
-                          "\",\"copies\":" + std::to_string(runs));
-      ++counts.slices;
+      trace.add_slice(pid, process.workers, "round", "round " + k, batch_us,
+                      microseconds(last_end),
+                      "\"round\":" + k + ",\"tasks\":" + std::to_string(batch.tasks.size()));
     }
-    trace.add_slice(1, workers, "round", "round " + k, batch_us, microseconds(last_end),
-                    "\"round\":" + k + ",\"tasks\":" + std::to_string(batch->tasks.size()));
   }
-  counts.events = trace.events();
-  if (size != nullptr) *size = counts;
+  written.events = trace.events();
+  if (counts != nullptr) *counts = written;
   return trace.finish();
 }
 

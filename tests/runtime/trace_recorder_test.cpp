@@ -67,12 +67,13 @@ TEST_CASE("the trace keeps the first and last batches, each task once, on its wo
     reports[report.round] = std::move(report);
   }
   CHECK(recorder.batches_seen() == 10);
-  rt::TraceRecorder::Size size;
-  const auto trace = nlohmann::json::parse(recorder.chrome_trace_json(name, 2, &size));
+  CHECK(recorder.dropped() == 0);
+  const rt::TracedProcess process{name, 2, recorder.batches()};
+  rt::TraceCounts size;
+  const auto trace = nlohmann::json::parse(rt::chrome_trace_json({&process, 1}, &size));
   CHECK(traced_rounds(trace) == std::vector<std::size_t>{1, 2, 8, 9, 10});
   CHECK(size.batches == 5);
   CHECK(size.unplaced == 0);
-  CHECK(size.dropped == 0);
   CHECK(size.events == trace["traceEvents"].size());
   std::size_t slices = 0;
   for (const std::size_t round : {1, 2, 8, 9, 10}) {
@@ -112,8 +113,9 @@ TEST_CASE("a fungible race's surplus copy is marked discarded", "[runtime][obser
     }
   }).report;
   REQUIRE(report.tasks.size() == 2);
-  rt::TraceRecorder::Size size;
-  const auto trace = nlohmann::json::parse(recorder.chrome_trace_json("gta", 2, &size));
+  const rt::TracedProcess process{"gta", 2, recorder.batches()};
+  rt::TraceCounts size;
+  const auto trace = nlohmann::json::parse(rt::chrome_trace_json({&process, 1}, &size));
   CHECK(size.slices == 2);
   CHECK(slices_of(trace, 1) == records_of(report));
   std::size_t discarded = 0;
@@ -136,10 +138,12 @@ TEST_CASE("tracked copies have no start yet: counted, not placed", "[runtime][ob
     if (ctx.task() == 0 && !failed.exchange(true)) throw std::runtime_error("first attempt");
   }).report;
   REQUIRE(report.tasks.size() == 5);  // 4 accepted, 1 failed attempt
-  rt::TraceRecorder::Size size;
-  const auto trace = nlohmann::json::parse(recorder.chrome_trace_json("retries", 2, &size));
+  rt::TracedProcess process{"retries", 2, recorder.batches()};
+  rt::TraceCounts size;
+  const auto trace = nlohmann::json::parse(rt::chrome_trace_json({&process, 1}, &size));
   CHECK(size.unplaced == 5);
   CHECK(size.slices == 0);
   CHECK(traced_rounds(trace) == std::vector<std::size_t>{1});
-  CHECK_THROWS_AS(recorder.chrome_trace_json("retries", 1), ata::InvalidArgument);
+  process.workers = 1;
+  CHECK_THROWS_AS(rt::chrome_trace_json({&process, 1}), ata::InvalidArgument);
 }
