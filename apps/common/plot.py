@@ -44,7 +44,8 @@ EXTRA_STYLES = [
 ]
 
 
-BAR_COLOURS = {"accepted": "tab:blue", "stopped": "tab:orange", "restarted": "tab:red"}
+BAR_COLOURS = {"accepted": "tab:blue", "stopped": "tab:orange", "restarted": "tab:red",
+               "discarded": "tab:orange"}
 
 
 def draw_bars(ax, bars):

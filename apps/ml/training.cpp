@@ -69,6 +69,8 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   TrainingLanes lanes(config);
   runtime::BatchScheduler scheduler(lanes.lanes(), *policy,
                                     runtime::SchedulerOptions{}.set_backups(config.backups));
+  runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
+  if (config.traced_rounds > 0) scheduler.set_observer(&recorder);
 
   TrainingRun run;
   run.name = std::string(strategy);
@@ -120,6 +122,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
     std::lock_guard lock(policy->mutex());
     run.learned_means = learned_means(*policy);
   }
+  run.traced = recorder.batches();
   return run;
 }
 

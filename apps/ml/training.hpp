@@ -15,6 +15,7 @@
 #include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
 #include "ata/runtime/batch_options.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "problems.hpp"
 
 namespace ata::ml {
@@ -55,6 +56,8 @@ struct TrainingConfig {
   /// OFTA's mean task time of each worker in seconds (a calibration's); empty: the scenario's.
   std::vector<double> means;
   runtime::Backups backups = runtime::Backups::off;  ///< of allocated strategies
+  /// Rounds kept at each end of the run for TrainingRun::traced (0: no trace).
+  std::size_t traced_rounds = 0;
   /// What a run is judged by: wall + p x worker seconds (default p = 1/n, see ata::Objective).
   Objective objective;
 };
@@ -81,6 +84,8 @@ struct TrainingRun {
   /// The mean task time of each worker as the policy saw it at the end, in seconds: ata-auto's
   /// estimate, the observed mean for the others (0 for a worker that ran nothing).
   std::vector<double> learned_means;
+  /// The first and last config.traced_rounds rounds' task records (runtime::TraceRecorder).
+  std::vector<runtime::TracedBatch> traced;
 };
 
 /// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,

@@ -90,7 +90,16 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
+  if (!o.trace_path.empty()) {
+    if (worker_kind != nullptr) {
+      throw apps::UsageError(std::string("--trace: not for ") + worker_kind +
+                             " (the timelines come from the thread runtime's observer)");
+    }
+    apps::check_output_file("--trace", o.trace_path);
+  }
   TrainingConfig config = make_training_config(o, method);
+  // The plots' gantt.png draws traced rounds too.
+  config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
   const auto problem = make_training_problem(o, program);
   const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
                        static_cast<double>(o.strategies.size());
@@ -230,6 +239,9 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     apps::write_file(o.csv_path, csv.str());
     std::printf("wrote %s\n", o.csv_path.c_str());
   }
+  std::vector<runtime::TracedProcess> traced;
+  for (auto& r : runs) traced.push_back({r.name, config.scenario.workers(), std::move(r.traced)});
+  if (!o.trace_path.empty()) apps::write_trace(o.trace_path, traced);
   if (!o.plot_dir.empty()) {
     const std::string where = config.scenario.name() +
                               ", n = " + std::to_string(config.scenario.workers()) +
@@ -254,6 +266,12 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
       }
       figures.push_back(std::move(f));
     }
+    // The first strategy that is not a yardstick (OFTA knows the means, GTA races).
+    const auto gantt = std::find_if(traced.begin(), traced.end(), [](const auto& p) {
+      return p.name != "ofta" && p.name != "gta" && !p.batches.empty();
+    });
+    constexpr std::size_t kGanttRounds = 3;
+    if (gantt != traced.end()) figures.push_back(apps::gantt_figure(*gantt, kGanttRounds, where));
     for (const auto& file : apps::plot_figures(o.plot_dir, figures))
       std::printf("wrote %s\n", file.c_str());
   }
