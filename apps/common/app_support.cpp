@@ -323,8 +323,8 @@ void write_trace(const fs::path& path, std::span<const runtime::TracedProcess> p
     note = "; " + std::to_string(counts.unplaced) +
            " copies of tracked batches left out (their starts are not recorded)";
   }
-  std::printf("wrote %s: %zu strategies x %zu rounds, %zu task slices, %zu events, %zu bytes%s\n",
-              path.c_str(), counts.processes,
+  std::printf("wrote %s: %zu %s x %zu rounds, %zu task slices, %zu events, %zu bytes%s\n",
+              path.c_str(), counts.processes, counts.processes == 1 ? "strategy" : "strategies",
               counts.processes == 0 ? std::size_t{0} : counts.batches / counts.processes,
               counts.slices, counts.events, text.size(), note.c_str());
 }

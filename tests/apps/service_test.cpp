@@ -9,6 +9,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -171,6 +174,36 @@ TEST_CASE("ata-serve prices an option with one batch per request", "[service]") 
   CHECK(json_of(exchange(server, "GET", "/healthz"))["status"] == "ok");
   CHECK(server.stop(20s) == 0);
   CHECK_THAT(server.output(), ContainsSubstring("stopped after 5 responses"));
+}
+
+TEST_CASE("ata-serve --trace writes the first and last batches at shutdown", "[service]") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ata-serve-trace-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  auto server = start_server("1", {"--trace", path, "--trace-rounds", "1"});
+  for (int k = 0; k < 3; ++k) {
+    REQUIRE(exchange(server, "POST", "/estimate", R"({"samples": 6})").status == 200);
+  }
+  CHECK(server.stop(20s) == 0);
+  CHECK_THAT(server.output(), ContainsSubstring("wrote " + path +
+                                                ": 1 strategy x 2 rounds, 12 task slices"));
+  std::ifstream file(path);
+  const auto trace = nlohmann::json::parse(file, nullptr, false);
+  std::remove(path.c_str());
+  REQUIRE_FALSE(trace.is_discarded());
+  std::vector<std::size_t> rounds;
+  std::size_t slices = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    if (event["cat"] == "round") {
+      rounds.push_back(event["args"]["round"].get<std::size_t>());
+    } else {
+      ++slices;
+      CHECK(event["tid"].get<std::size_t>() < 4);
+    }
+  }
+  CHECK(rounds == std::vector<std::size_t>{1, 3});
+  CHECK(slices == 12);
 }
 
 TEST_CASE("ata-serve answers bad input with a 4xx JSON error and keeps serving",

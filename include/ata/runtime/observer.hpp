@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "ata/core/plan.hpp"
 #include "ata/core/worker_stats.hpp"
@@ -109,6 +111,36 @@ class Observer {
   Observer() = default;
   Observer(const Observer&) = default;
   Observer& operator=(const Observer&) = default;
+};
+
+/// Tells several observers each event, in the order given: a scheduler has one observer,
+/// and a trace and the metrics may both want its batches.
+///
+/// @code
+/// ata::runtime::TraceRecorder trace(20, 20);
+/// ata::runtime::ObserverList both({&trace, &metrics});
+/// scheduler.set_observer(&both);
+/// @endcode
+///
+/// Thread-safety: as safe as the observers it holds (it adds no state of its own after
+/// construction).
+class ObserverList final : public Observer {
+ public:
+  /// Borrows `observers` (none null), which must outlive the list.
+  explicit ObserverList(std::vector<Observer*> observers) : observers_(std::move(observers)) {}
+
+  void on_batch_start(const BatchStart& start) noexcept override {
+    for (Observer* observer : observers_) observer->on_batch_start(start);
+  }
+  void on_learned(std::size_t round, std::span<const WorkerStats> learned) noexcept override {
+    for (Observer* observer : observers_) observer->on_learned(round, learned);
+  }
+  void on_batch_end(const BatchEnd& end) noexcept override {
+    for (Observer* observer : observers_) observer->on_batch_end(end);
+  }
+
+ private:
+  std::vector<Observer*> observers_;
 };
 
 }  // namespace ata::runtime
