@@ -6,9 +6,11 @@
 //   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5 --benchmark_filter=IdleSpin
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <iterator>
 #include <latch>
 #include <memory>
 #include <span>
@@ -43,21 +45,27 @@ std::size_t batch_of(const benchmark::State& state) {
 // overwriting the oldest: what a trace recorder costs, without its formatting.
 class PreallocatedRecorder final : public ata::runtime::Observer {
  public:
-  PreallocatedRecorder() : spans_(std::size_t{1} << 16), means_(std::size_t{1} << 10) {}
+  PreallocatedRecorder() : spans_(kSpans), means_(kMeans) {}
 
   void on_learned(std::size_t /*round*/,
                   std::span<const ata::WorkerStats> learned) noexcept override {
-    for (const ata::WorkerStats& worker : learned) means_[next_mean_++ % means_.size()] = worker.mean();
+    for (const ata::WorkerStats& worker : learned) means_[next_mean_++ % kMeans] = worker.mean();
   }
+  // The batch's spans in one or two block copies: a ring of kSpans, larger than any batch here.
   void on_batch_end(const ata::runtime::BatchEnd& end) noexcept override {
     if (end.report == nullptr) return;
-    for (const ata::runtime::TaskRecord& task : end.report->tasks) {
-      spans_[next_span_++ % spans_.size()] = task;
-    }
+    const auto& tasks = end.report->tasks;
+    const std::size_t at = next_span_ % kSpans;
+    const std::size_t head = std::min(tasks.size(), kSpans - at);
+    std::copy_n(tasks.begin(), head, spans_.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(tasks.begin() + static_cast<std::ptrdiff_t>(head), tasks.end(), spans_.begin());
+    next_span_ += tasks.size();
   }
   [[nodiscard]] std::size_t spans() const noexcept { return next_span_; }
 
  private:
+  static constexpr std::size_t kSpans = std::size_t{1} << 16;
+  static constexpr std::size_t kMeans = std::size_t{1} << 10;
   std::vector<ata::runtime::TaskRecord> spans_;
   std::vector<double> means_;
   std::size_t next_span_ = 0;  // one batch at a time here: no lock needed

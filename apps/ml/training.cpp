@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "app_support.hpp"
 #include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/observer.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "training_lanes.hpp"
 
 namespace ata::ml {
@@ -53,6 +57,31 @@ std::vector<double> learned_means(const Policy& policy) {
   return out;
 }
 
+// Keeps the policy's learned means after round 1 and every `every` rounds (the observer's
+// on_learned(), under the policy's lock: batches here run one at a time).
+class LearningRecorder final : public runtime::Observer {
+ public:
+  LearningRecorder(std::size_t max_rounds, std::vector<LearnedPoint>& out)
+      : every_(std::max<std::size_t>(
+            1, (max_rounds + kMaxLearningPoints - 1) / kMaxLearningPoints)),
+        out_(out) {}
+
+  void on_learned(std::size_t round, std::span<const WorkerStats> learned) noexcept override {
+    if (round != 1 && round % every_ != 0) return;
+    try {
+      LearnedPoint point{round, std::vector<double>(learned.size())};
+      for (std::size_t i = 0; i < learned.size(); ++i) point.means[i] = learned[i].mean();
+      out_.push_back(std::move(point));
+    } catch (const std::bad_alloc&) {
+      // A point fewer in the plot: the training goes on.
+    }
+  }
+
+ private:
+  const std::size_t every_;
+  std::vector<LearnedPoint>& out_;
+};
+
 }  // namespace
 
 std::vector<double> true_means_seconds(const TrainingConfig& config) {
@@ -69,10 +98,15 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   TrainingLanes lanes(config);
   runtime::BatchScheduler scheduler(lanes.lanes(), *policy,
                                     runtime::SchedulerOptions{}.set_backups(config.backups));
-  runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
-  if (config.traced_rounds > 0) scheduler.set_observer(&recorder);
-
   TrainingRun run;
+  runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
+  LearningRecorder learning(config.max_rounds, run.learning);
+  std::vector<runtime::Observer*> watching;
+  if (config.traced_rounds > 0) watching.push_back(&recorder);
+  if (config.record_learning) watching.push_back(&learning);
+  runtime::ObserverList observers(std::move(watching));
+  if (config.traced_rounds > 0 || config.record_learning) scheduler.set_observer(&observers);
+
   run.name = std::string(strategy);
   std::vector<double> x = problem.initial_point();
   const double initial_gap = problem.loss(x) - problem.optimal_loss();

@@ -58,6 +58,8 @@ struct TrainingConfig {
   runtime::Backups backups = runtime::Backups::off;  ///< of allocated strategies
   /// Rounds kept at each end of the run for TrainingRun::traced (0: no trace).
   std::size_t traced_rounds = 0;
+  /// Whether TrainingRun::learning follows what the policy learned, round by round.
+  bool record_learning = false;
   /// What a run is judged by: wall + p x worker seconds (default p = 1/n, see ata::Objective).
   Objective objective;
 };
@@ -68,6 +70,15 @@ struct TrainingPoint {
   double worker_seconds = 0.0;  ///< summed worker times so far, discarded work included
   double gap = 0.0;             ///< f(x) - f*
 };
+
+/// Each worker's learned mean task time (Policy::stats(), seconds) after one round.
+struct LearnedPoint {
+  std::size_t round = 0;
+  std::vector<double> means;
+};
+
+/// TrainingRun::learning keeps at most this many points, evenly spread over the rounds.
+inline constexpr std::size_t kMaxLearningPoints = 500;
 
 struct TrainingRun {
   std::string name;
@@ -86,6 +97,8 @@ struct TrainingRun {
   std::vector<double> learned_means;
   /// The first and last config.traced_rounds rounds' task records (runtime::TraceRecorder).
   std::vector<runtime::TracedBatch> traced;
+  /// With config.record_learning: round 1, then every max_rounds / kMaxLearningPoints rounds.
+  std::vector<LearnedPoint> learning;
 };
 
 /// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,

@@ -290,6 +290,10 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   const std::size_t end = first + allocation_[i];
   WorkerLog& log = logs_[i];
   auto since = clock_.now();
+  // The tasks run back to back: each starts where the previous ended, one addition per task
+  // (each duration is rounded down to the nanosecond, so a start may be early by as many
+  // nanoseconds as tasks ran before it in the share).
+  std::chrono::nanoseconds start = elapsed(origin_ticks_, since);
   // Without records there is nothing to summarise afterwards: shifted sums instead (exact for
   // the first duration), whose moments need no division per task.
   std::chrono::nanoseconds shift{-1};
@@ -298,7 +302,6 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   for (std::size_t task = first; task < end; ++task) {
     // Only a decided batch requests stop, and its results are not wanted any more.
     if (ctx.stop_requested()) return;
-    const auto started = since;
     const auto duration = run_task(worker, ctx, task, since);
     worker.settle_backlog(1);
     ++log.settled;
@@ -311,7 +314,8 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
       record.task = task;
       record.worker = i;
       record.duration = duration;
-      record.start = elapsed(origin_ticks_, started);
+      record.start = start;
+      start += duration;
     } else {
       if (shift.count() < 0) shift = duration;
       const auto d = static_cast<double>((duration - shift).count());
@@ -530,7 +534,8 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     std::chrono::nanoseconds busy{0};
     for (const RanTask& r : logs_[i].ran) {
       const bool kept = r.slot != kDiscarded;
-      report.tasks[r.task] = TaskRecord{r.task, i, r.duration, kept, elapsed(origin_ticks_, r.start)};
+      report.tasks[r.task] =
+          TaskRecord{r.task, i, r.duration, kept, elapsed(origin_ticks_, r.start)};
       busy += r.duration;
       accepted[i] += kept ? 1 : 0;
     }

@@ -106,7 +106,8 @@ TEST_CASE("copies and discarded tasks are counted, per worker too", "[metrics]")
   // The constant label is on every series; the text exposition follows the conventions.
   const std::string text = prometheus::TextSerializer().Serialize(families);
   CHECK_THAT(text, ContainsSubstring("# TYPE ata_batches_total counter\n"));
-  CHECK_THAT(text, ContainsSubstring("ata_batches_total{strategy=\"gta\",outcome=\"succeeded\"} 1\n"));
+  CHECK_THAT(text,
+             ContainsSubstring("ata_batches_total{strategy=\"gta\",outcome=\"succeeded\"} 1\n"));
   CHECK_THAT(text, ContainsSubstring("# TYPE ata_batch_wall_seconds histogram\n"));
   CHECK_THAT(text, ContainsSubstring("ata_batch_wall_seconds_count{strategy=\"gta\"} 1\n"));
 }

@@ -37,7 +37,9 @@ std::vector<Span> slices_of(const nlohmann::json& trace, std::size_t round) {
 
 std::vector<Span> records_of(const rt::RoundReport& report) {
   std::vector<Span> spans;
-  for (const rt::TaskRecord& task : report.tasks) spans.emplace_back(task.task, task.worker, task.accepted);
+  for (const rt::TaskRecord& task : report.tasks) {
+    spans.emplace_back(task.task, task.worker, task.accepted);
+  }
   std::sort(spans.begin(), spans.end());
   return spans;
 }

@@ -102,7 +102,8 @@ class Observer {
   /// call only. Called under policy.mutex(), so never concurrently with another on_learned()
   /// of the same policy, and in the order the policy learned: do not call the policy's locking
   /// methods from here.
-  virtual void on_learned(std::size_t /*round*/, std::span<const WorkerStats> /*learned*/) noexcept {}
+  virtual void on_learned(std::size_t /*round*/,
+                          std::span<const WorkerStats> /*learned*/) noexcept {}
   /// On the thread that hands the batch's outcome to its caller (run()'s caller, async_run()'s
   /// handler executor), before the caller gets it.
   virtual void on_batch_end(const BatchEnd& /*end*/) noexcept {}
