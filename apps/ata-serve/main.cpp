@@ -22,6 +22,7 @@
 #include "ata/runtime/worker_pool.hpp"
 #include "estimate_request.hpp"
 #include "http_server.hpp"
+#include "trace_output.hpp"
 
 namespace {
 

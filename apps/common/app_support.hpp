@@ -12,14 +12,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ata/core/error.hpp"
 #include "ata/models/scenario.hpp"
-#include "ata/runtime/trace_recorder.hpp"
 
 namespace ata::apps {
 
@@ -158,16 +156,6 @@ struct Figure {
   std::vector<Series> series;
   std::vector<Bar> bars = {};  ///< a Gantt figure when not empty (then usually no series)
 };
-
-/// Writes the traced batches of `processes` (one per strategy) as a Chrome-trace JSON file,
-/// whole or not at all (write_file), and prints "wrote FILE: S strategies x R rounds, ..."
-/// with its size in bytes.
-void write_trace(const std::filesystem::path& path,
-                 std::span<const runtime::TracedProcess> processes);
-/// gantt.png of the first `rounds` batches of `process`: a row per worker, a bar per placed
-/// task copy (seconds from the first batch's start), accepted or discarded.
-[[nodiscard]] Figure gantt_figure(const runtime::TracedProcess& process, std::size_t rounds,
-                                  const std::string& where);
 
 /// Writes every figure as a PNG into `folder` with matplotlib, and returns the paths. The
 /// figure data is kept next to them as plot-data.json. The plotter runs as python3 (or

@@ -12,6 +12,7 @@
 #include "ata/core/error.hpp"
 #include "dataset.hpp"
 #include "training_lanes.hpp"
+#include "trace_output.hpp"
 #include "training_options.hpp"
 
 namespace ata::ml {
