@@ -15,6 +15,8 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -171,6 +173,22 @@ TEST_CASE("ata-serve prices an option with one batch per request", "[service]") 
   CHECK(metric(metrics.body, "ata_batch_wall_seconds_count") == 2.0);
   CHECK(metric(metrics.body, "ata_batches_total{outcome=\"succeeded\"}") == 2.0);
   CHECK(metric(metrics.body, "ata_tasks_total{outcome=\"accepted\"}") == 64.0);
+  // The text exposition format, line by line: "# HELP name text", "# TYPE name type", or a
+  // sample "name{label="value",...} number", every name in base units by convention.
+  const std::regex help(R"(# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .+)");
+  const std::regex type(R"(# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram))");
+  const std::regex sample(
+      R"([a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*\})? )"
+      R"((\+Inf|-?[0-9.]+(e[-+]?[0-9]+)?))");
+  std::istringstream lines(metrics.body);
+  std::size_t samples = 0;
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    CHECK((std::regex_match(line, help) || std::regex_match(line, type) ||
+           std::regex_match(line, sample)));
+    samples += line.starts_with('#') ? 0 : 1;
+  }
+  CHECK(samples > 50);
   CHECK(json_of(exchange(server, "GET", "/healthz"))["status"] == "ok");
   CHECK(server.stop(20s) == 0);
   CHECK_THAT(server.output(), ContainsSubstring("stopped after 5 responses"));
