@@ -75,10 +75,10 @@ struct BatchEnd {
 /// scheduler.set_observer(&spans);
 /// @endcode
 ///
-/// The task spans come after the batch, from the records it keeps anyway (RoundReport::tasks),
-/// not as live per-task calls: a scheduler with no observer does no more work than before, and
-/// one with an observer adds three virtual calls per batch, nothing per task
-/// (docs/timelines.md measures it). With SchedulerOptions::set_task_records(false) an allocated
+/// The task spans come after the batch, from the records it keeps anyway (RoundReport::tasks,
+/// whose TaskRecord::start each worker writes beside the duration), not as live per-task
+/// calls: without an observer the scheduler tests one pointer per batch, and with one it adds
+/// three virtual calls per batch, nothing per task (docs/timelines.md measures it). With SchedulerOptions::set_task_records(false) an allocated
 /// batch keeps no records, and its report lists no tasks.
 ///
 /// For one batch the calls come in order, on_batch_start(), then, if it succeeded,
@@ -94,8 +94,9 @@ class Observer {
  public:
   virtual ~Observer() = default;
 
-  /// On the thread that submits the batch (the caller of run(), or the thread that admitted
-  /// an async_run() batch), before its tasks are queued; the policy's mutex is not held.
+  /// On the thread that submits the batch (the caller of run() or async_run(), or
+  /// async_run()'s executor for a batch that waited for a slot), before its tasks are queued;
+  /// the policy's mutex is not held.
   virtual void on_batch_start(const BatchStart& /*start*/) noexcept {}
   /// After the policy observed a successful batch's durations: `learned` is
   /// Policy::all_stats() (each worker's learned mean, count, censored copies), valid during the
