@@ -65,15 +65,22 @@ void check_spans(const rt::RoundReport& report, std::size_t workers) {
   }
 }
 
+// Two workers under UTA, every batch told to an EventLog.
+struct Watched {
+  Watched() { scheduler.set_observer(&log); }
+  rt::WorkerPool pool{2};
+  ata::UniformPolicy policy{2};
+  rt::BatchScheduler scheduler{pool, policy};
+  EventLog log;
+};
+
 }  // namespace
 
 TEST_CASE("an observer hears each batch's start, what the policy learned, and its end, in order",
           "[runtime][observer]") {
-  rt::WorkerPool pool(2);
-  ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
-  EventLog log;
-  scheduler.set_observer(&log);
+  Watched watched;
+  rt::BatchScheduler& scheduler = watched.scheduler;
+  EventLog& log = watched.log;
   for (int k = 0; k < 2; ++k) {
     scheduler.run(8, [](const rt::TaskContext&) { std::this_thread::sleep_for(100us); });
   }
@@ -106,11 +113,9 @@ TEST_CASE("pull and greedy batches record every task's start", "[runtime][observ
 
 TEST_CASE("a failed batch ends as failed, with no report and nothing learned",
           "[runtime][observer]") {
-  rt::WorkerPool pool(2);
-  ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
-  EventLog log;
-  scheduler.set_observer(&log);
+  Watched watched;
+  rt::BatchScheduler& scheduler = watched.scheduler;
+  EventLog& log = watched.log;
   CHECK_THROWS_AS(scheduler.run(4,
                                 [](const rt::TaskContext& ctx) {
                                   if (ctx.task() == 3) throw std::runtime_error("task 3");
