@@ -1,7 +1,10 @@
 #include "ata/metrics/prometheus_observer.hpp"
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
+
+#include "ata/core/error.hpp"
 
 namespace ata::metrics {
 
@@ -28,7 +31,7 @@ prometheus::Family<prometheus::Counter>& tasks_family(prometheus::Registry& regi
 }  // namespace
 
 PrometheusObserver::PrometheusObserver(prometheus::Registry& registry, std::size_t workers,
-                                       const prometheus::Labels& labels)
+                                       const prometheus::Labels& labels) try
     : in_flight_(family(prometheus::BuildGauge(), registry, "ata_batches_in_flight",
                         "Batches started and not yet ended.", labels)
                      .Add({})),
@@ -90,6 +93,11 @@ PrometheusObserver::PrometheusObserver(prometheus::Registry& registry, std::size
     workers_.push_back({&learned_mean.Add(worker), &learned_tasks.Add(worker),
                         &tasks.Add(worker), &busy.Add(worker), &busy_ratio.Add(worker)});
   }
+} catch (const std::invalid_argument& e) {
+  // prometheus-cpp refuses a name already registered otherwise, or a bad label.
+  throw InvalidArgument(std::string("cannot register the scheduler's metrics (ata_*) in this "
+                                    "registry: ") +
+                        e.what());
 }
 
 void PrometheusObserver::on_batch_start(const runtime::BatchStart& /*start*/) noexcept {

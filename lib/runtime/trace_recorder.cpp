@@ -1,7 +1,9 @@
 #include "ata/runtime/trace_recorder.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <new>
+#include <string>
 
 #include "ata/core/error.hpp"
 #include "core/chrome_trace.hpp"
@@ -18,8 +20,13 @@ double microseconds(std::chrono::nanoseconds t) {
 
 TraceRecorder::TraceRecorder(std::size_t first, std::size_t last) : first_(first), last_(last) {
   // The slots themselves up front: keeping a batch then allocates its records only.
-  head_.reserve(first);
-  tail_.reserve(last);
+  try {
+    head_.reserve(first);
+    tail_.reserve(last);
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+    throw Error("out of memory for a trace of the first " + std::to_string(first) +
+                " and the last " + std::to_string(last) + " batches");
+  }
 }
 
 void TraceRecorder::on_batch_end(const BatchEnd& end) noexcept {

@@ -115,5 +115,7 @@ TEST_CASE("copies and discarded tasks are counted, per worker too", "[metrics]")
 TEST_CASE("a name registered with other labels is refused by the constructor", "[metrics]") {
   prometheus::Registry registry;
   ata::metrics::PrometheusObserver first(registry, 1, {{"strategy", "uta"}});
-  CHECK_THROWS(ata::metrics::PrometheusObserver(registry, 1, {{"strategy", "ata"}}));
+  CHECK_THROWS_WITH(ata::metrics::PrometheusObserver(registry, 1, {{"strategy", "ata"}}),
+                    ContainsSubstring("cannot register the scheduler's metrics (ata_*) in this "
+                                      "registry: "));
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
@@ -148,4 +149,10 @@ TEST_CASE("tracked copies have no start yet: counted, not placed", "[runtime][ob
   CHECK(traced_rounds(trace) == std::vector<std::size_t>{1});
   process.workers = 1;
   CHECK_THROWS_AS(rt::chrome_trace_json({&process, 1}), ata::InvalidArgument);
+}
+
+TEST_CASE("a trace recorder too large to allocate is refused with a sentence",
+          "[runtime][observer][trace][errors]") {
+  CHECK_THROWS_WITH(rt::TraceRecorder(std::numeric_limits<std::size_t>::max(), 1),
+                    Catch::Matchers::ContainsSubstring("out of memory for a trace of the first "));
 }

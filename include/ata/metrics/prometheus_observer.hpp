@@ -32,8 +32,9 @@ namespace ata::metrics {
 /// @endcode
 ///
 /// The metrics are registered (all label sets included, so every series exists from the
-/// start, at 0) by the constructor, which throws what prometheus-cpp throws for a name already
-/// registered with other labels. The registry must outlive the observer.
+/// start, at 0) by the constructor, which throws ata::InvalidArgument, with prometheus-cpp's
+/// reason, when the registry has one of the names with other labels, or a label is invalid.
+/// The registry must outlive the observer.
 ///
 /// Thread-safety: the Observer methods may run concurrently (batches of several callers);
 /// prometheus-cpp's metrics synchronise themselves. A batch costs the observer a few dozen

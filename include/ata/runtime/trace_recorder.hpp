@@ -73,7 +73,8 @@ struct TraceCounts {
 class TraceRecorder final : public Observer {
  public:
   /// Keeps the first `first` and the last `last` succeeded batches (all of them while fewer
-  /// than first + last have ended). Its slots are allocated here.
+  /// than first + last have ended). Its slots are allocated here: ata::Error when they cannot
+  /// be.
   TraceRecorder(std::size_t first, std::size_t last);
 
   void on_batch_end(const BatchEnd& end) noexcept override;
