@@ -296,7 +296,7 @@ std::optional<Figure> learning_figure(const ata::sim::ExperimentConfig& config,
            "round", "mean task time (model units)", false, true, {}};
   for (const std::size_t i : shown) {
     Series learned{"worker " + std::to_string(i) + " learned", {}, {}};
-    Series truth{"worker " + std::to_string(i) + " true", {}, {}};
+    Series truth{"worker " + std::to_string(i) + " true", {}, {}, true};
     for (const auto& p : learner->trace) {
       const double round = static_cast<double>(p.round);
       truth.x.push_back(round);

@@ -57,27 +57,27 @@ std::vector<double> learned_means(const Policy& policy) {
   return out;
 }
 
-// Keeps the policy's learned means after round 1 and every `every` rounds (the observer's
-// on_learned(), under the policy's lock: batches here run one at a time).
+// Keeps what `policy` believes of each worker (learned_means()) after round 1 and every
+// `every` rounds. on_learned() runs under the policy's lock, so it may read the policy.
 class LearningRecorder final : public runtime::Observer {
  public:
-  LearningRecorder(std::size_t max_rounds, std::vector<LearnedPoint>& out)
-      : every_(std::max<std::size_t>(
+  LearningRecorder(const Policy& policy, std::size_t max_rounds, std::vector<LearnedPoint>& out)
+      : policy_(policy),
+        every_(std::max<std::size_t>(
             1, (max_rounds + kMaxLearningPoints - 1) / kMaxLearningPoints)),
         out_(out) {}
 
-  void on_learned(std::size_t round, std::span<const WorkerStats> learned) noexcept override {
+  void on_learned(std::size_t round, std::span<const WorkerStats> /*learned*/) noexcept override {
     if (round != 1 && round % every_ != 0) return;
     try {
-      LearnedPoint point{round, std::vector<double>(learned.size())};
-      for (std::size_t i = 0; i < learned.size(); ++i) point.means[i] = learned[i].mean();
-      out_.push_back(std::move(point));
+      out_.push_back({round, learned_means(policy_)});
     } catch (const std::bad_alloc&) {
       // A point fewer in the plot: the training goes on.
     }
   }
 
  private:
+  const Policy& policy_;
   const std::size_t every_;
   std::vector<LearnedPoint>& out_;
 };
@@ -100,7 +100,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
                                     runtime::SchedulerOptions{}.set_backups(config.backups));
   TrainingRun run;
   runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
-  LearningRecorder learning(config.max_rounds, run.learning);
+  LearningRecorder learning(*policy, config.max_rounds, run.learning);
   std::vector<runtime::Observer*> watching;
   if (config.traced_rounds > 0) watching.push_back(&recorder);
   if (config.record_learning) watching.push_back(&learning);

@@ -71,7 +71,8 @@ struct TrainingPoint {
   double gap = 0.0;             ///< f(x) - f*
 };
 
-/// Each worker's learned mean task time (Policy::stats(), seconds) after one round.
+/// What the policy believes of each worker's mean task time after one round, in seconds (as
+/// TrainingRun::learned_means).
 struct LearnedPoint {
   std::size_t round = 0;
   std::vector<double> means;

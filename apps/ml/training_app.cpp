@@ -87,7 +87,7 @@ void print_means(const Options& o, const std::vector<double>& calibrated,
 
 // learning.png: round by round, what the first learning strategy (ATA-Auto, ATA-Empirical,
 // ATA, in that order) believes of a few workers, from the fastest to the slowest, against
-// their calibrated means, or the scenario's model means (flat lines). None when no such
+// their calibrated means, or the scenario's model means (dotted). None when no such
 // strategy ran or recorded.
 std::optional<apps::Figure> learning_figure(const std::vector<TrainingRun>& runs,
                                             const std::vector<double>& reference, bool calibrated,
@@ -130,7 +130,8 @@ std::optional<apps::Figure> learning_figure(const std::vector<TrainingRun>& runs
     const std::string known = calibrated ? " calibrated" : " model mean";
     f.series.push_back({"worker " + std::to_string(i) + known,
                         {first, last},
-                        {reference[i] * 1e6, reference[i] * 1e6}});
+                        {reference[i] * 1e6, reference[i] * 1e6},
+                        true});
   }
   return f;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/error.hpp"
 #include "ata/sim/eofta_policy.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
@@ -178,9 +179,13 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
           run.trace.emplace_back(TracePoint{k, run.wall_time, run.worker_time, run.regret,
                                             suboptimality, {}});
       if (config.record_learning) {
+        // ATA-Auto believes its own estimate (which forgets what a change made stale), the
+        // others the observed mean.
+        const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(policy.get());
         point.learned_means.resize(policy->workers());
         for (std::size_t i = 0; i < point.learned_means.size(); ++i) {
-          point.learned_means[i] = policy->stats(i).mean();
+          point.learned_means[i] =
+              automatic != nullptr ? automatic->estimated_mean(i) : policy->stats(i).mean();
         }
       }
       ++next_point;

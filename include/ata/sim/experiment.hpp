@@ -100,7 +100,8 @@ struct TracePoint {
   double regret = 0.0;  ///< sum over rounds of l(a_k, mu) - min_a l(a, mu)
   double suboptimality = 0.0;  ///< f(x_k) - f*, when SGD runs (else 0)
   /// With ExperimentConfig::record_learning: each worker's learned mean after `round`
-  /// (Policy::stats(i).mean(), 0 before its first task); empty otherwise.
+  /// (AtaAutoPolicy::estimated_mean(i) for ATA-Auto, else Policy::stats(i).mean(); 0 before
+  /// its first task); empty otherwise.
   std::vector<double> learned_means;
 };
 
