@@ -6,13 +6,17 @@
 //   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5 --benchmark_filter=IdleSpin
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <iterator>
 #include <latch>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 // Boost 1.74's Asio uses std::exchange without including <utility> itself (g++ 12).
 #include <utility>
@@ -38,11 +42,42 @@ std::size_t batch_of(const benchmark::State& state) {
   return static_cast<std::size_t>(state.range(0));
 }
 
+// An observer that keeps every task span and learned mean in buffers allocated up front,
+// overwriting the oldest: what a trace recorder costs, without its formatting.
+class PreallocatedRecorder final : public ata::runtime::Observer {
+ public:
+  PreallocatedRecorder() : spans_(kSpans), means_(kMeans) {}
+
+  void on_learned(std::size_t /*round*/,
+                  std::span<const ata::WorkerStats> learned) noexcept override {
+    for (const ata::WorkerStats& worker : learned) means_[next_mean_++ % kMeans] = worker.mean();
+  }
+  // The batch's spans in one or two block copies: a ring of kSpans, larger than any batch here.
+  void on_batch_end(const ata::runtime::BatchEnd& end) noexcept override {
+    if (end.report == nullptr) return;
+    const auto& tasks = end.report->tasks;
+    const std::size_t at = next_span_ % kSpans;
+    const std::size_t head = std::min(tasks.size(), kSpans - at);
+    std::copy_n(tasks.begin(), head, spans_.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(tasks.begin() + static_cast<std::ptrdiff_t>(head), tasks.end(), spans_.begin());
+    next_span_ += tasks.size();
+  }
+  [[nodiscard]] std::size_t spans() const noexcept { return next_span_; }
+
+ private:
+  static constexpr std::size_t kSpans = std::size_t{1} << 16;
+  static constexpr std::size_t kMeans = std::size_t{1} << 10;
+  std::vector<ata::runtime::TaskRecord> spans_;
+  std::vector<double> means_;
+  std::size_t next_span_ = 0;  // one batch at a time here: no lock needed
+  std::size_t next_mean_ = 0;
+};
+
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
 // `backups`: nullopt keeps the scheduler's default (SchedulerOptions{}).
 void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
             std::optional<ata::BackupMode> backups = ata::BackupMode::off,
-            bool task_records = true) {
+            bool task_records = true, bool observed = false) {
   const std::size_t batch = batch_of(state);
   ata::runtime::WorkerPool pool(kThreads);
   auto policy = ata::make_policy(name, kThreads);
@@ -50,6 +85,8 @@ void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
       ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks).set_task_records(task_records);
   if (backups) options.set_backups(ata::BackupOptions{}.set_mode(*backups));
   ata::runtime::BatchScheduler scheduler(pool, *policy, options);
+  PreallocatedRecorder recorder;
+  if (observed) scheduler.set_observer(&recorder);
   std::atomic<std::size_t> sink = 0;
   for (auto _ : state) {
     scheduler.run(batch, [&](const ata::runtime::TaskContext& ctx) {
@@ -57,6 +94,7 @@ void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
     });
   }
   benchmark::DoNotOptimize(sink.load());
+  benchmark::DoNotOptimize(recorder.spans());
   count_tasks(state, batch);
 }
 
@@ -134,6 +172,10 @@ BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batch
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta_hedged, std::string("uta"), false, std::nullopt)
     ->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
+// With an observer keeping every span in a preallocated buffer (Observer; docs/timelines.md).
+BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_observed, std::string("ata-e"), false,
+                  ata::BackupMode::off, true, true)
+    ->Apply(Batches);
 // What tracking costs (SchedulerOptions::set_backups; docs/stragglers.md).
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta_copies, std::string("uta"), false, ata::BackupMode::copies)
     ->Apply(Batches);

@@ -1,6 +1,6 @@
 # Installs the library with an exported CMake package: find_package(ata CONFIG) + ata::ata,
 # and, when the MPI back-end was built, its component: find_package(ata CONFIG COMPONENTS mpi)
-# + ata::mpi.
+# + ata::mpi; likewise COMPONENTS prometheus + ata::prometheus.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -20,6 +20,14 @@ if(TARGET ata_mpi)
           ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
           LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}")
   install(EXPORT ataMpiTargets NAMESPACE ata:: DESTINATION "${ATA_CMAKE_DIR}")
+endif()
+
+# ata::prometheus likewise, for a consumer that asks for the component prometheus.
+if(TARGET ata_prometheus)
+  install(TARGETS ata_prometheus EXPORT ataPrometheusTargets
+          ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+  install(EXPORT ataPrometheusTargets NAMESPACE ata:: DESTINATION "${ATA_CMAKE_DIR}")
 endif()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/ataConfig.cmake.in"

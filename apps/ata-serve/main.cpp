@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "app_support.hpp"
 #include "ata/core/backup_rule.hpp"
@@ -16,10 +18,13 @@
 #include "ata/core/objective.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/observer.hpp"
 #include "ata/runtime/pool_options.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "ata/runtime/worker_pool.hpp"
 #include "estimate_request.hpp"
 #include "http_server.hpp"
+#include "trace_output.hpp"
 
 namespace {
 
@@ -53,7 +58,12 @@ struct Options {
   std::string binding = "arrival";
   std::string cpus;  // comma list, worker i pinned to CPU LIST[i]
   std::optional<double> work_price;  // empty: 1/n (ata::Objective)
+  std::string trace_path;            // empty: no trace
+  std::size_t trace_rounds = 20;
 };
+
+// --trace-rounds at most: the trace keeps 2 x this many batches.
+constexpr std::size_t kMostTraceRounds = 10'000;
 
 void check_at_most(const char* flag, std::size_t value, std::size_t most) {
   if (value > most) {
@@ -63,6 +73,8 @@ void check_at_most(const char* flag, std::size_t value, std::size_t most) {
 }
 
 int serve(const Options& o) {
+  // Outputs first: a path that cannot be written fails now, not at shutdown.
+  if (!o.trace_path.empty()) ata::apps::check_output_file("--trace", o.trace_path);
   check_at_most("--max-samples", o.max_samples, kMostSamples);
   check_at_most("--max-body", o.max_body, kMostBodyBytes);
   check_at_most("--draws", o.draws, kMostDraws);
@@ -132,6 +144,12 @@ int serve(const Options& o) {
                                    {"max_samples", o.max_samples},
                                    {"seed", o.seed}};
   ata::service::ServiceMetrics metrics(scenario.workers(), description);
+  ata::runtime::TraceRecorder trace(o.trace_path.empty() ? 0 : o.trace_rounds,
+                                    o.trace_path.empty() ? 0 : o.trace_rounds);
+  std::vector<ata::runtime::Observer*> watching{&metrics.scheduler_observer()};
+  if (!o.trace_path.empty()) watching.push_back(&trace);
+  ata::runtime::ObserverList observers(std::move(watching));
+  scheduler->set_observer(&observers);
   ata::service::HttpServer server(config, *scheduler, metrics);
 
   // The first line is machine-readable: ata-load --sweep and the tests read the port from it.
@@ -161,6 +179,10 @@ int serve(const Options& o) {
   }
   std::printf("%s: stopped after %llu responses\n", kProgram,
               static_cast<unsigned long long>(responses));
+  if (!o.trace_path.empty()) {
+    const ata::runtime::TracedProcess process{config.strategy, scenario.workers(), trace.batches()};
+    ata::apps::write_trace(o.trace_path, {&process, 1});
+  }
   return 0;
 }
 
@@ -229,6 +251,13 @@ int main(int argc, char** argv) {
                  "= wall + p x worker seconds (0: wall time only; default 1/n, so the whole "
                  "cluster busy for a second costs as much as a second of waiting)")
       ->check(ata::apps::kNonNegativeNumber);
+  app.add_option("--trace", o.trace_path,
+                 "at shutdown, write a Chrome-trace / Perfetto JSON timeline of the first and "
+                 "last --trace-rounds batches to this file (docs/timelines.md)")
+      ->check(ata::apps::kNonEmpty);
+  app.add_option("--trace-rounds", o.trace_rounds,
+                 "batches traced at each end of the server's run (the first N and the last N)")
+      ->transform(ata::apps::whole_number(1, kMostTraceRounds));
   return ata::apps::run_reporting_errors(kProgram, [&] {
     if (const auto help = ata::apps::parse_arguments(app, argc, argv)) {
       std::fputs(help->c_str(), stdout);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <sstream>
@@ -263,6 +264,66 @@ Figure gantt_figure(const ata::sim::ExperimentConfig& config, const StrategyRun&
   return f;
 }
 
+// Worker i's true mean in round k: its model's, or that of its last change by then.
+double true_mean(const ata::models::Scenario& scenario, std::size_t worker, std::size_t round) {
+  double mean = scenario.models()[worker].mean();
+  for (const auto& change : scenario.changes()) {
+    if (change.worker == worker && change.round <= round) mean = change.model.mean();
+  }
+  return mean;
+}
+
+// learning.png: round by round, what the first learning strategy (ATA-Auto, ATA-Empirical,
+// ATA) believes of a few workers against their true means: the workers that change, then the
+// fastest, the slowest and others between, four at most. Null when none of those ran.
+std::optional<Figure> learning_figure(const ata::sim::ExperimentConfig& config,
+                                      const std::vector<StrategyRun>& runs) {
+  const StrategyRun* learner = nullptr;
+  for (const char* name : {"ata-auto", "ata-e", "ata"}) {
+    learner = find_if_ran(runs, name);
+    if (learner != nullptr) break;
+  }
+  if (learner == nullptr || learner->trace.empty()) return std::nullopt;
+  const auto& scenario = config.scenario;
+  constexpr std::size_t kShown = 4;
+  std::vector<std::size_t> shown;
+  const auto show = [&](std::size_t worker) {
+    if (shown.size() < kShown && std::find(shown.begin(), shown.end(), worker) == shown.end()) {
+      shown.push_back(worker);
+    }
+  };
+  for (const auto& change : scenario.changes()) show(change.worker);
+  std::vector<std::size_t> order(scenario.workers());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return true_mean(scenario, a, 1) < true_mean(scenario, b, 1);
+  });
+  for (std::size_t k = 0; k < kShown && !order.empty(); ++k) {
+    show(order[k * (order.size() - 1) / (kShown - 1)]);
+  }
+  Figure f{"learning.png",
+           learner->name + ": learned mean task time, round by round (" + scenario.name() +
+               ", n = " + std::to_string(scenario.workers()) + ", B = " +
+               std::to_string(config.batch) + ")",
+           "round", "mean task time (model units)", false, true, {}};
+  for (const std::size_t i : shown) {
+    Series learned{"worker " + std::to_string(i) + " learned", {}, {}};
+    Series truth{"worker " + std::to_string(i) + " true", {}, {}, true};
+    for (const auto& p : learner->trace) {
+      const double round = static_cast<double>(p.round);
+      truth.x.push_back(round);
+      truth.y.push_back(true_mean(scenario, i, p.round));
+      if (i < p.learned_means.size() && p.learned_means[i] > 0.0) {  // 0: not measured yet
+        learned.x.push_back(round);
+        learned.y.push_back(p.learned_means[i]);
+      }
+    }
+    f.series.push_back(std::move(learned));
+    f.series.push_back(std::move(truth));
+  }
+  return f;
+}
+
 // Refuses a run that would take hours, and warns about one that takes a while.
 void check_work(const Options& o, const ata::models::Scenario& scenario) {
   const double draws = ata::apps::estimated_draws(o, scenario.workers());
@@ -300,6 +361,7 @@ int run(const Options& o) {
                        .set_threshold_multiple(o.backup_threshold)
                        .set_max_copies(o.backup_copies);
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
+  config.record_learning = !o.plot_dir.empty();
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
@@ -464,6 +526,7 @@ int run(const Options& o) {
     auto all = figures(config, runs);
     const StrategyRun* gantt = gantt_run(o, runs);
     if (gantt != nullptr && !gantt->traced_rounds.empty()) all.push_back(gantt_figure(config, *gantt));
+    if (auto learning = learning_figure(config, runs)) all.push_back(std::move(*learning));
     for (const auto& file : ata::apps::plot_figures(o.plot_dir, all)) {
       std::printf("wrote %s\n", file.c_str());
     }

@@ -372,7 +372,10 @@ std::vector<fs::path> plot_figures(const fs::path& folder, const std::vector<Fig
   std::vector<fs::path> files;
   for (const auto& f : figures) {
     nlohmann::json series = nlohmann::json::array();
-    for (const auto& s : f.series) series.push_back({{"label", s.label}, {"x", s.x}, {"y", s.y}});
+    for (const auto& s : f.series) {
+      series.push_back({{"label", s.label}, {"x", s.x}, {"y", s.y}});
+      if (s.reference) series.back()["reference"] = true;
+    }
     files.push_back(folder / f.file);
     nlohmann::json bars = nlohmann::json::array();
     for (const auto& b : f.bars) bars.push_back({b.row, b.start, b.length, b.group});

@@ -140,6 +140,8 @@ struct Series {
   std::string label;
   std::vector<double> x;
   std::vector<double> y;
+  /// Drawn dotted in the colour of the series before it: the value that series estimates.
+  bool reference = false;
 };
 /// A horizontal bar of a Gantt figure: row (drawn top down), from start for length, coloured
 /// by its group ("accepted", "stopped", "restarted" have fixed colours).

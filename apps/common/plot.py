@@ -4,6 +4,7 @@ Usage: python3 plot.py SPEC.json   (the apps run it as python3 -c SCRIPT SPEC.js
 SPEC: {"figures": [{"file": "out.png", "title": "...", "xlabel": "...", "ylabel": "...",
                     "xlog": false, "ylog": false,
                     "series": [{"label": "ata", "x": [...], "y": [...]}],
+                    (a series with "reference": true is dotted, in the colour of the one before)
                     "bars": [[row, start, length, "group"], ...]}]}
 A figure with bars is a Gantt chart: a row per bar row (top down), coloured by group.
 Each PNG is written to a temporary file and renamed, so a failed run leaves no half-written one.
@@ -44,7 +45,8 @@ EXTRA_STYLES = [
 ]
 
 
-BAR_COLOURS = {"accepted": "tab:blue", "stopped": "tab:orange", "restarted": "tab:red"}
+BAR_COLOURS = {"accepted": "tab:blue", "stopped": "tab:orange", "restarted": "tab:red",
+               "discarded": "tab:orange"}
 
 
 def draw_bars(ax, bars):
@@ -69,8 +71,11 @@ def draw(figure):
     if figure.get("bars"):
         draw_bars(ax, figure["bars"])
     extra = 0
+    color = "black"
     for series in figure["series"]:
-        if series["label"] in STYLES:
+        if series.get("reference"):
+            line = ":"  # the previous series' colour
+        elif series["label"] in STYLES:
             color, line = STYLES[series["label"]]
         else:
             color, line = EXTRA_STYLES[extra % len(EXTRA_STYLES)]

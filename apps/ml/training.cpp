@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "app_support.hpp"
 #include "ata/core/ata_auto_policy.hpp"
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/observer.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "training_lanes.hpp"
 
 namespace ata::ml {
@@ -53,6 +57,31 @@ std::vector<double> learned_means(const Policy& policy) {
   return out;
 }
 
+// Keeps what `policy` believes of each worker (learned_means()) after round 1 and every
+// `every` rounds. on_learned() runs under the policy's lock, so it may read the policy.
+class LearningRecorder final : public runtime::Observer {
+ public:
+  LearningRecorder(const Policy& policy, std::size_t max_rounds, std::vector<LearnedPoint>& out)
+      : policy_(policy),
+        every_(std::max<std::size_t>(
+            1, (max_rounds + kMaxLearningPoints - 1) / kMaxLearningPoints)),
+        out_(out) {}
+
+  void on_learned(std::size_t round, std::span<const WorkerStats> /*learned*/) noexcept override {
+    if (round != 1 && round % every_ != 0) return;
+    try {
+      out_.push_back({round, learned_means(policy_)});
+    } catch (const std::bad_alloc&) {
+      // A point fewer in the plot: the training goes on.
+    }
+  }
+
+ private:
+  const Policy& policy_;
+  const std::size_t every_;
+  std::vector<LearnedPoint>& out_;
+};
+
 }  // namespace
 
 std::vector<double> true_means_seconds(const TrainingConfig& config) {
@@ -69,8 +98,15 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   TrainingLanes lanes(config);
   runtime::BatchScheduler scheduler(lanes.lanes(), *policy,
                                     runtime::SchedulerOptions{}.set_backups(config.backups));
-
   TrainingRun run;
+  runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
+  LearningRecorder learning(*policy, config.max_rounds, run.learning);
+  std::vector<runtime::Observer*> watching;
+  if (config.traced_rounds > 0) watching.push_back(&recorder);
+  if (config.record_learning) watching.push_back(&learning);
+  runtime::ObserverList observers(std::move(watching));
+  if (config.traced_rounds > 0 || config.record_learning) scheduler.set_observer(&observers);
+
   run.name = std::string(strategy);
   std::vector<double> x = problem.initial_point();
   const double initial_gap = problem.loss(x) - problem.optimal_loss();
@@ -120,6 +156,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
     std::lock_guard lock(policy->mutex());
     run.learned_means = learned_means(*policy);
   }
+  run.traced = recorder.batches();
   return run;
 }
 

@@ -16,6 +16,7 @@
 #include "ata/core/objective.hpp"
 #include "ata/models/scenario.hpp"
 #include "ata/runtime/batch_options.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "problems.hpp"
 
 namespace ata::ml {
@@ -56,6 +57,10 @@ struct TrainingConfig {
   /// OFTA's mean task time of each worker in seconds (a calibration's); empty: the scenario's.
   std::vector<double> means;
   BackupOptions backups;  ///< the scheduler's (SchedulerOptions::set_backups); off by default
+  /// Rounds kept at each end of the run for TrainingRun::traced (0: no trace).
+  std::size_t traced_rounds = 0;
+  /// Whether TrainingRun::learning follows what the policy learned, round by round.
+  bool record_learning = false;
   /// What a run is judged by: wall + p x worker seconds (default p = 1/n, see ata::Objective).
   Objective objective;
 };
@@ -66,6 +71,16 @@ struct TrainingPoint {
   double worker_seconds = 0.0;  ///< summed worker times so far, discarded work included
   double gap = 0.0;             ///< f(x) - f*
 };
+
+/// What the policy believes of each worker's mean task time after one round, in seconds (as
+/// TrainingRun::learned_means).
+struct LearnedPoint {
+  std::size_t round = 0;
+  std::vector<double> means;
+};
+
+/// TrainingRun::learning keeps at most this many points, evenly spread over the rounds.
+inline constexpr std::size_t kMaxLearningPoints = 500;
 
 struct TrainingRun {
   std::string name;
@@ -82,6 +97,10 @@ struct TrainingRun {
   /// The mean task time of each worker as the policy saw it at the end, in seconds: ata-auto's
   /// estimate, the observed mean for the others (0 for a worker that ran nothing).
   std::vector<double> learned_means;
+  /// The first and last config.traced_rounds rounds' task records (runtime::TraceRecorder).
+  std::vector<runtime::TracedBatch> traced;
+  /// With config.record_learning: round 1, then every max_rounds / kMaxLearningPoints rounds.
+  std::vector<LearnedPoint> learning;
 };
 
 /// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,

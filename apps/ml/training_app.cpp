@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "app_support.hpp"
 #include "ata/core/error.hpp"
 #include "dataset.hpp"
 #include "training_lanes.hpp"
+#include "trace_output.hpp"
 #include "training_options.hpp"
 
 namespace ata::ml {
@@ -83,6 +85,57 @@ void print_means(const Options& o, const std::vector<double>& calibrated,
       table.render().c_str());
 }
 
+// learning.png: round by round, what the first learning strategy (ATA-Auto, ATA-Empirical,
+// ATA, in that order) believes of a few workers, from the fastest to the slowest, against
+// their calibrated means, or the scenario's model means (dotted). None when no such
+// strategy ran or recorded.
+std::optional<apps::Figure> learning_figure(const std::vector<TrainingRun>& runs,
+                                            const std::vector<double>& reference, bool calibrated,
+                                            const std::string& where) {
+  const TrainingRun* learner = nullptr;
+  for (const char* name : {"ata-auto", "ata-e", "ata"}) {
+    const auto it = std::find_if(runs.begin(), runs.end(), [&](const TrainingRun& r) {
+      return r.name == name && !r.learning.empty();
+    });
+    if (it != runs.end()) {
+      learner = &*it;
+      break;
+    }
+  }
+  if (learner == nullptr || reference.empty()) return std::nullopt;
+  // Up to four workers spread over the reference means: the fastest, the slowest, two between.
+  std::vector<std::size_t> order(reference.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return reference[a] < reference[b]; });
+  std::vector<std::size_t> shown;
+  constexpr std::size_t kShown = 4;
+  for (std::size_t k = 0; k < std::min(kShown, order.size()); ++k) {
+    const std::size_t at = order.size() == 1 ? 0 : k * (order.size() - 1) / (kShown - 1);
+    if (std::find(shown.begin(), shown.end(), order[at]) == shown.end()) shown.push_back(order[at]);
+  }
+  apps::Figure f{"learning.png",
+                 learner->name + ": learned mean task time, round by round (" + where + ")",
+                 "round", "mean task time (us)", false, true, {}};
+  const double first = static_cast<double>(learner->learning.front().round);
+  const double last = static_cast<double>(learner->learning.back().round);
+  for (const std::size_t i : shown) {
+    apps::Series learned{"worker " + std::to_string(i) + " learned", {}, {}};
+    for (const LearnedPoint& p : learner->learning) {
+      if (i >= p.means.size() || !(p.means[i] > 0.0)) continue;  // not measured yet
+      learned.x.push_back(static_cast<double>(p.round));
+      learned.y.push_back(p.means[i] * 1e6);
+    }
+    f.series.push_back(std::move(learned));
+    const std::string known = calibrated ? " calibrated" : " model mean";
+    f.series.push_back({"worker " + std::to_string(i) + known,
+                        {first, last},
+                        {reference[i] * 1e6, reference[i] * 1e6},
+                        true});
+  }
+  return f;
+}
+
 // worker_kind: what the workers are ("worker ranks"), or nullptr for the lanes of `o`.
 int run(const Options& o, Method method, const char* program, const Trainer& trainer,
         const char* worker_kind) {
@@ -90,7 +143,17 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
+  if (!o.trace_path.empty()) {
+    if (worker_kind != nullptr) {
+      throw apps::UsageError(std::string("--trace: not for ") + worker_kind +
+                             " (the timelines come from the thread runtime's observer)");
+    }
+    apps::check_output_file("--trace", o.trace_path);
+  }
   TrainingConfig config = make_training_config(o, method);
+  // The plots' gantt.png draws traced rounds too, and learning.png what the policies learned.
+  config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
+  config.record_learning = !o.plot_dir.empty();
   const auto problem = make_training_problem(o, program);
   const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
                        static_cast<double>(o.strategies.size());
@@ -230,6 +293,9 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     apps::write_file(o.csv_path, csv.str());
     std::printf("wrote %s\n", o.csv_path.c_str());
   }
+  std::vector<runtime::TracedProcess> traced;
+  for (auto& r : runs) traced.push_back({r.name, config.scenario.workers(), std::move(r.traced)});
+  if (!o.trace_path.empty()) apps::write_trace(o.trace_path, traced);
   if (!o.plot_dir.empty()) {
     const std::string where = config.scenario.name() +
                               ", n = " + std::to_string(config.scenario.workers()) +
@@ -253,6 +319,16 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
         f.series.push_back(std::move(series));
       }
       figures.push_back(std::move(f));
+    }
+    // The first strategy that is not a yardstick (OFTA knows the means, GTA races).
+    const auto gantt = std::find_if(traced.begin(), traced.end(), [](const auto& p) {
+      return p.name != "ofta" && p.name != "gta" && !p.batches.empty();
+    });
+    constexpr std::size_t kGanttRounds = 3;
+    if (gantt != traced.end()) figures.push_back(apps::gantt_figure(*gantt, kGanttRounds, where));
+    const std::vector<double> reference = calibrated.empty() ? true_means_seconds(config) : calibrated;
+    if (auto learning = learning_figure(runs, reference, !calibrated.empty(), where)) {
+      figures.push_back(std::move(*learning));
     }
     for (const auto& file : apps::plot_figures(o.plot_dir, figures))
       std::printf("wrote %s\n", file.c_str());

@@ -123,6 +123,13 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   app.add_option("--json", o.json_path, "write the summary as JSON")->check(apps::kNonEmpty);
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV")->check(apps::kNonEmpty);
   app.add_option("--plot", o.plot_dir, "write PNG plots into this folder")->check(apps::kNonEmpty);
+  app.add_option("--trace", o.trace_path,
+                 "write a Chrome-trace / Perfetto JSON timeline of the first and last "
+                 "--trace-rounds rounds of each strategy to this file (docs/timelines.md)")
+      ->check(apps::kNonEmpty);
+  app.add_option("--trace-rounds", o.trace_rounds,
+                 "rounds traced at each end of a strategy's run (the first N and the last N)")
+      ->transform(apps::whole_number(1, kMaxTrainingTraceRounds));
   app.add_option("--backups", o.backups,
                  "backup tasks for allocated strategies: on (an idle worker takes over unstarted "
                  "tasks, then copies overdue ones), copies (backup copies only), off")

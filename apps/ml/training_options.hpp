@@ -45,6 +45,10 @@ struct TrainingOptions {
   std::string json_path;
   std::string csv_path;
   std::string plot_dir;
+  /// --trace: a Chrome-trace JSON timeline of the first and last trace_rounds rounds of each
+  /// strategy (docs/timelines.md).
+  std::string trace_path;
+  std::size_t trace_rounds = 20;
   /// --backups on|copies|off: backup tasks of allocated strategies and of pull's racers
   /// (SchedulerOptions::set_backups), unless a strategy's plan sets its own.
   std::string backups = "off";
@@ -53,6 +57,8 @@ struct TrainingOptions {
 };
 
 inline constexpr std::size_t kDefaultTrainingWorkers = 51;
+/// --trace-rounds at most: the trace keeps 2 x this many rounds per strategy.
+inline constexpr std::size_t kMaxTrainingTraceRounds = 10'000;
 /// Limits of the flags; the README's flag table states them. Every worker is a thread.
 inline constexpr std::size_t kMaxTrainingWorkers = 1024;
 inline constexpr std::size_t kMaxTrainingBatch = 1'000'000;

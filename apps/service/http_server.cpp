@@ -352,7 +352,7 @@ asio::awaitable<std::optional<Response>> HttpServer::Impl::estimate(std::shared_
   c->stream.socket().cancel(ignored);  // ends the disconnect watch
 
   if (!error) {
-    metrics.batch_finished(BatchOutcome::completed, latency, &result.report);
+    metrics.batch_finished(BatchOutcome::completed, &result.report);
     co_return json_response(http::status::ok, version,
                             estimate_reply(result, config.option, seed, config.strategy, latency,
                                            config.work_price));
@@ -361,23 +361,23 @@ asio::awaitable<std::optional<Response>> HttpServer::Impl::estimate(std::shared_
     std::rethrow_exception(error);
   } catch (const boost::system::system_error& e) {
     if (e.code() == asio::error::operation_aborted) {
-      metrics.batch_finished(BatchOutcome::cancelled, latency, nullptr);
+      metrics.batch_finished(BatchOutcome::cancelled, nullptr);
       if (c->cancel_reason == CancelReason::client_gone) co_return std::nullopt;
       co_return error_response(503, version,
                                "the server is shutting down; the batch was cancelled");
     }
     if (e.code() == asio::error::timed_out) {
-      metrics.batch_finished(BatchOutcome::timed_out, latency, nullptr);
+      metrics.batch_finished(BatchOutcome::timed_out, nullptr);
       co_return error_response(503, version,
                                "the batch passed its deadline of " +
                                    std::to_string(config.batch_deadline.count()) + " ms");
     }
   } catch (const runtime::ShutdownError&) {
-    metrics.batch_finished(BatchOutcome::failed, latency, nullptr);
+    metrics.batch_finished(BatchOutcome::failed, nullptr);
     co_return error_response(503, version, "the server is shutting down");
   } catch (...) {
   }
-  metrics.batch_finished(BatchOutcome::failed, latency, nullptr);
+  metrics.batch_finished(BatchOutcome::failed, nullptr);
   co_return error_response(500, version, "the batch failed on an internal error");
 }
 

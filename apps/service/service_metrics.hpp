@@ -1,17 +1,23 @@
 #pragma once
-// What ata-serve counts: responses by status code, batches by outcome, batch latencies, and per
-// worker what the policy learned and how busy it was. Rendered as JSON (GET /stats) and in
-// Prometheus's text exposition format (GET /metrics).
+// What ata-serve counts: responses by status code, batches by outcome, and per worker what the
+// policy learned and how busy it was. Rendered as JSON (GET /stats), and, with the scheduler's
+// own metrics (ata::metrics::PrometheusObserver), as Prometheus text (GET /metrics).
 
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
 #include <string>
 #include <vector>
+
+#include "ata/metrics/prometheus_observer.hpp"
 
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/round_report.hpp"
@@ -30,8 +36,9 @@ enum class BatchOutcome {
 ///
 /// @code
 /// ata::service::ServiceMetrics metrics(16, {{"strategy", "ata-auto"}});
+/// scheduler.set_observer(&metrics.scheduler_observer());
 /// metrics.batch_started();
-/// metrics.batch_finished(ata::service::BatchOutcome::completed, latency, &report);
+/// metrics.batch_finished(ata::service::BatchOutcome::completed, &report);
 /// metrics.count_response(200);
 /// std::string text = metrics.prometheus_text();
 /// @endcode
@@ -39,10 +46,6 @@ enum class BatchOutcome {
 /// Every method is thread-safe.
 class ServiceMetrics {
  public:
-  /// Upper bounds of the batch-latency histogram, in seconds (+Inf is implied).
-  static constexpr std::array<double, 14> kLatencyBuckets{
-      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0};
-
   /// `workers` workers; `server` (a JSON object) describes the configuration in /stats.
   ServiceMetrics(std::size_t workers, nlohmann::json server);
 
@@ -50,16 +53,18 @@ class ServiceMetrics {
   /// A connection refused because the server had --max-connections open already.
   void count_refused_connection();
   void batch_started();
-  /// `latency`: from the batch's start to its end. `report` (completed batches only) feeds the
-  /// per-worker figures the way the scheduler feeds the policy: each accepted task's duration
-  /// is one observation, so the learned mean is the policy's stats(i).mean().
-  void batch_finished(BatchOutcome outcome, std::chrono::nanoseconds latency,
-                      const runtime::RoundReport* report);
+  /// `report` (completed batches only) feeds the per-worker figures of /stats the way the
+  /// scheduler feeds the policy: each accepted task's duration is one observation, so the
+  /// learned mean is the policy's stats(i).mean().
+  void batch_finished(BatchOutcome outcome, const runtime::RoundReport* report);
+  /// The observer to set on the server's scheduler: its batches' metrics join this registry.
+  [[nodiscard]] metrics::PrometheusObserver& scheduler_observer() noexcept { return scheduler_; }
 
   /// {"server": {...}, "batches": {...}, "responses": {"200": n, ...}, "workers": [{"worker",
   /// "learned_mean_seconds", "observations", "tasks_run", "busy_seconds"}, ...]}.
   [[nodiscard]] nlohmann::json stats_json() const;
-  /// The same figures, plus the latency histogram, as Prometheus text (version 0.0.4).
+  /// The registry as Prometheus text (version 0.0.4): the responses and refused connections,
+  /// and the scheduler's metrics (docs/timelines.md lists them).
   [[nodiscard]] std::string prometheus_text() const;
 
  private:
@@ -76,9 +81,11 @@ class ServiceMetrics {
   std::uint64_t refused_connections_ = 0;
   std::array<std::uint64_t, 4> batches_{};  // by BatchOutcome
   std::uint64_t in_flight_ = 0;
-  std::array<std::uint64_t, kLatencyBuckets.size()> latency_counts_{};  // not cumulative
-  std::uint64_t latency_count_ = 0;
-  double latency_sum_ = 0.0;
+  // Before the families and the observer, which point into it.
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& responses_family_;
+  prometheus::Counter& refused_counter_;
+  metrics::PrometheusObserver scheduler_;
 };
 
 /// "completed", "cancelled", "timed_out", "failed".

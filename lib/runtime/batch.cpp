@@ -31,6 +31,8 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       keep_records_((mode_ == Dispatch::allocated || (recovery.has_value() && tracks(mode_))) &&
                     (task_records || timing_ == Timing::samples)),
       clock_(TaskClock::instance()),
+      origin_ticks_(clock_.now()),
+      origin_(std::chrono::steady_clock::now()),
       batch_(batch),
       round_(round),
       allocation_(plan.quotas()),
@@ -169,9 +171,10 @@ void Batch::run_entered_task(Lane& worker, std::size_t task) noexcept {
   TaskContext ctx(task, i, stop_.get_token());
   try {
     auto since = clock_.now();
+    const auto started = since;
     const auto duration = run_task(worker, ctx, task, since);
     body_.accept(i, task);
-    record(i, {task, duration, task});
+    record(i, {task, duration, task, started});
   } catch (...) {
     decide(Outcome::failed, std::current_exception());
   }
@@ -217,7 +220,7 @@ std::chrono::nanoseconds Batch::run_task(Lane& worker, TaskContext& ctx, std::si
   } catch (...) {
     const auto end = clock_.now();
     if (mode_ != Dispatch::allocated)
-      record(worker.index(), {task, elapsed(since, end), kDiscarded});
+      record(worker.index(), {task, elapsed(since, end), kDiscarded, since});
     since = end;
     throw;
   }
@@ -290,6 +293,10 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   const std::size_t end = first + allocation_[i];
   WorkerLog& log = logs_[i];
   auto since = clock_.now();
+  // The tasks run back to back: each starts where the previous ended, one addition per task
+  // (each duration is rounded down to the nanosecond, so a start may be early by as many
+  // nanoseconds as tasks ran before it in the share).
+  std::chrono::nanoseconds start = elapsed(origin_ticks_, since);
   // Without records there is nothing to summarise afterwards: shifted sums instead (exact for
   // the first duration), whose moments need no division per task.
   std::chrono::nanoseconds shift{-1};
@@ -310,6 +317,8 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
       record.task = task;
       record.worker = i;
       record.duration = duration;
+      record.start = start;
+      start += duration;
     } else {
       if (shift.count() < 0) shift = duration;
       const auto d = static_cast<double>((duration - shift).count());
@@ -359,11 +368,13 @@ void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   // Every task is recorded with the chunk's mean; the summary has the chunk's count and mean
   // and no spread (the tasks' own times were not measured).
   const auto mean = log.busy / static_cast<std::chrono::nanoseconds::rep>(tasks);
+  const auto chunk_start = elapsed(origin_ticks_, start);
   for (std::size_t task = first; keep_records_ && task < first + tasks; ++task) {
     TaskRecord& record = records_[task];
     record.task = task;
     record.worker = i;
     record.duration = mean;
+    record.start = chunk_start + mean * static_cast<std::chrono::nanoseconds::rep>(task - first);
   }
   log.summary = WorkerStats::from_moments(
       tasks, std::chrono::duration<double>(log.busy).count() / static_cast<double>(tasks), 0.0);
@@ -379,9 +390,10 @@ void Batch::run_pull(Lane& worker, TaskContext& ctx) {
       close();  // every task is handed out; the batch completes when their workers leave
       return;
     }
+    const auto started = since;
     const auto duration = run_task(worker, ctx, task, since);
     body_.accept(i, task);
-    record(i, {task, duration, task});
+    record(i, {task, duration, task, started});
   }
 }
 
@@ -392,6 +404,7 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
   while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested()) {
     const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     std::chrono::nanoseconds duration{0};
+    const auto started = since;
     try {
       duration = run_task(worker, ctx, task, since);
     } catch (...) {
@@ -408,7 +421,7 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
     const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
     if (slot < batch_) {
       body_.accept(i, slot);
-      record(i, {task, duration, slot});
+      record(i, {task, duration, slot, started});
       // The B-th result is claimed: whatever still runs is surplus. The outcome is settled
       // when the workers inside have left (their accept() may still fail).
       if (slot + 1 == batch_) {
@@ -416,7 +429,7 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
         close();
       }
     } else {
-      record(i, {task, duration, kDiscarded});
+      record(i, {task, duration, kDiscarded, started});
     }
   }
 }
@@ -494,6 +507,7 @@ void Batch::complete() noexcept {
 void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   const std::size_t workers = logs_.size();
   report.dispatch = mode_;
+  report.start = origin_;
   report.busy.assign(workers, std::chrono::nanoseconds{0});
   slot_order.clear();
   if (mode_ == Dispatch::allocated || tracked_) {
@@ -532,7 +546,8 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     std::chrono::nanoseconds busy{0};
     for (const RanTask& r : logs_[i].ran) {
       const bool kept = r.slot != kDiscarded;
-      report.tasks[r.task] = TaskRecord{r.task, i, r.duration, kept};
+      report.tasks[r.task] =
+          TaskRecord{r.task, i, r.duration, kept, elapsed(origin_ticks_, r.start)};
       busy += r.duration;
       accepted[i] += kept ? 1 : 0;
     }

@@ -174,7 +174,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   struct RanTask {
     std::size_t task;
     std::chrono::nanoseconds duration;
-    std::size_t slot;  // where its result went, or kDiscarded
+    std::size_t slot;        // where its result went, or kDiscarded
+    TaskClock::Ticks start;  // converted to TaskRecord::start when collected
   };
   // One cache line each: every worker appends to its own log while the others do.
   struct alignas(64) WorkerLog {
@@ -216,10 +217,12 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // restarted, failed (queuing a retry) or won. Returns whether the lane is done with the
   // batch. `in_chunk`: the copy came from a chunk.
   bool end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::size_t task,
-                std::chrono::nanoseconds duration, std::exception_ptr error, bool in_chunk);
+                TaskClock::Ticks start, std::chrono::nanoseconds duration,
+                std::exception_ptr error, bool in_chunk);
   // A copy of `task` that claimed its result on `lane`: its record, the result, the lane's
   // summary. Without the mutex (the claim makes the task the lane's alone).
-  void record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration);
+  void record_win(std::size_t lane, std::size_t task, TaskClock::Ticks start,
+                  std::chrono::nanoseconds duration);
   // Requests stop of every copy of `task` running on a lane other than `winner`.
   void stop_other_copies(std::size_t task, std::size_t winner) noexcept;
   // Whether every index has its result (tracked): the lanes' claims add up to B. Any thread;
@@ -289,6 +292,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   const Timing timing_;
   const bool keep_records_;  // allocated or tracked: records_ has B entries
   const TaskClock& clock_;
+  // TaskRecord::start counts from here (RoundReport::start): a pair of readings, one per clock.
+  const TaskClock::Ticks origin_ticks_;
+  const std::chrono::steady_clock::time_point origin_;
   const std::size_t batch_;
   const std::size_t round_;
   const Allocation allocation_;

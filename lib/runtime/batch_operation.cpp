@@ -276,6 +276,10 @@ void BatchOperation::submit_now() {
     }
     observe_every_task_ = policy.needs_every_sample();
   }
+  if (Observer* observer = scheduler_.observer_) {
+    observer->on_batch_start(BatchStart{round_, batch_, plan, start_});
+    observer_ = observer;
+  }
   std::shared_ptr<Batch> job;
   try {
     job = std::make_shared<OperationBatch>(plan, timing, batch_, round_, body_,
@@ -393,11 +397,16 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
                                    std::exception_ptr& error) {
   if (status_ != BatchStatus::succeeded) {
     error = std::exchange(error_, nullptr);
+    notify_end(status_ == BatchStatus::failed      ? BatchOutcome::failed
+               : status_ == BatchStatus::cancelled ? BatchOutcome::cancelled
+                                                   : BatchOutcome::timed_out,
+               nullptr);
     return status_;
   }
   try {
     completed_->collect(report, slot_order);
   } catch (const std::bad_alloc&) {
+    notify_end(BatchOutcome::failed, nullptr);
     throw_out_of_memory(batch_, "round report");
   }
   report.round = round_;
@@ -427,11 +436,17 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       // The batch ran and its results are good: return them, and report the policy's failure.
       report.learning_error = std::current_exception();
     }
+    if (observer_ != nullptr) observer_->on_learned(round_, policy.all_stats());
   }
   // Kept for learning only: the caller asked for no records (their memory goes too).
   if (!scheduler_.options_.task_records()) std::vector<TaskRecord>().swap(report.tasks);
   report.wall = std::chrono::steady_clock::now() - start_;
+  notify_end(BatchOutcome::succeeded, &report);
   return BatchStatus::succeeded;
+}
+
+void BatchOperation::notify_end(BatchOutcome outcome, const RoundReport* report) const noexcept {
+  if (observer_ != nullptr) observer_->on_batch_end(BatchEnd{round_, batch_, outcome, report});
 }
 
 void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {

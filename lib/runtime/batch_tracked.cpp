@@ -159,6 +159,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
         mark(since);
       }
       ctx.task_ = task;
+      const TaskClock::Ticks started = since;
       std::exception_ptr error;
       try {
         worker.run_slowed(body_, ctx, round_);
@@ -173,7 +174,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
       if (end_unlocked && !error) {
         const std::uint8_t before = t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel);
         if ((before & Tracked::kDone) == 0) {
-          record_win(i, task, duration);
+          record_win(i, task, started, duration);
           won_ns += duration.count();
           ++won;
           if ((before & Tracked::kCopied) != 0) {
@@ -185,7 +186,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
         }
       }
       lock.lock();
-      lane_done = end_copy(lock, i, task, duration, std::move(error), chunk);
+      lane_done = end_copy(lock, i, task, started, duration, std::move(error), chunk);
       if (lane_done) break;
       // This copy's source may have been stopped (it lost): the chunk's next task needs a
       // fresh one.
@@ -215,7 +216,8 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
 }
 
 bool Batch::end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::size_t task,
-                     std::chrono::nanoseconds duration, std::exception_ptr error, bool in_chunk) {
+                     TaskClock::Ticks start, std::chrono::nanoseconds duration,
+                     std::exception_ptr error, bool in_chunk) {
   Tracked& t = *tracked_;
   Tracked::LaneState& me = t.lane[lane];
   Tracked::TaskState& state = t.task[task];
@@ -223,7 +225,7 @@ bool Batch::end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::
   if (t.released) return true;  // the caller has its results: nothing more is recorded
   const auto discard = [&] {
     logs_[lane].busy += duration;
-    t.discarded.push_back({task, lane, duration, false});
+    t.discarded.push_back({task, lane, duration, false, elapsed(origin_ticks_, start)});
     t.censored.push_back({lane, std::chrono::duration<double>(duration).count()});
   };
   if (t.done(task)) {
@@ -242,7 +244,7 @@ bool Batch::end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::
   if (error) {
     if (stop_.stop_requested()) return true;
     logs_[lane].busy += duration;
-    t.discarded.push_back({task, lane, duration, false});
+    t.discarded.push_back({task, lane, duration, false, elapsed(origin_ticks_, start)});
     const bool other_copy_runs =
         state.copies > 0 ||
         std::any_of(t.lane.begin(), t.lane.end(), [&](const Tracked::LaneState& other) {
@@ -281,14 +283,15 @@ bool Batch::end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::
   ++me.finished;
   stop_other_copies(task, lane);
   lock.unlock();
-  record_win(lane, task, duration);
+  record_win(lane, task, start, duration);
   const bool last = all_results_in(lane);
   if (last) close();  // nothing more is wanted; copies still running are surplus
   lock.lock();
   return last;
 }
 
-void Batch::record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration) {
+void Batch::record_win(std::size_t lane, std::size_t task, TaskClock::Ticks start,
+                       std::chrono::nanoseconds duration) {
   Tracked::LaneState& me = tracked_->lane[lane];
   if (keep_records_) {
     // Field by field: a whole TaskRecord built on the stack and copied stalls the store buffer.
@@ -296,6 +299,7 @@ void Batch::record_win(std::size_t lane, std::size_t task, std::chrono::nanoseco
     record.task = task;
     record.worker = lane;
     record.duration = duration;
+    record.start = elapsed(origin_ticks_, start);
   }
   logs_[lane].busy += duration;
   if (me.won_shift < 0) me.won_shift = duration.count();
@@ -615,10 +619,11 @@ void Batch::release() noexcept {
     // once it sees `released`.
     const std::size_t task = lane.current.load(std::memory_order_acquire);
     if (task == Tracked::kIdle) continue;
-    const auto ran = elapsed(lane.current_start.load(std::memory_order_relaxed), now);
+    const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
+    const auto ran = elapsed(start, now);
     logs_[j].busy += ran;
     try {
-      t.discarded.push_back({task, j, ran, false});
+      t.discarded.push_back({task, j, ran, false, elapsed(origin_ticks_, start)});
       t.censored.push_back({j, std::chrono::duration<double>(ran).count()});
     } catch (...) {
       // Out of memory: the report lacks this copy; its time is in busy.

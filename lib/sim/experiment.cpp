@@ -176,7 +176,19 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
                     " (f(x) - f* = " + detail::to_text(suboptimality) + "): step size " +
                     detail::to_text(config.sgd_step) + " is too large");
       }
-      run.trace.push_back({k, run.wall_time, run.worker_time, run.regret, suboptimality});
+      TracePoint& point =
+          run.trace.emplace_back(TracePoint{k, run.wall_time, run.worker_time, run.regret,
+                                            suboptimality, {}});
+      if (config.record_learning) {
+        // ATA-Auto believes its own estimate (which forgets what a change made stale), the
+        // others the observed mean.
+        const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(policy.get());
+        point.learned_means.resize(policy->workers());
+        for (std::size_t i = 0; i < point.learned_means.size(); ++i) {
+          point.learned_means[i] =
+              automatic != nullptr ? automatic->estimated_mean(i) : policy->stats(i).mean();
+        }
+      }
       ++next_point;
     }
     if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));

@@ -28,4 +28,5 @@ expect_error "--batch" --batch 0
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--lanes, --cpus, --work-factors, --calibration-tasks and --scenario none do not apply to MPI ranks" --lanes asio
 expect_error "do not apply to MPI ranks" --cpus 0,0,1
+expect_error "--trace: not for worker ranks" --trace "$work/trace.json"
 echo "ata-mpi-sgd CLI: ok"

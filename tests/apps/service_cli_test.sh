@@ -18,6 +18,8 @@ expect_error "--binding late: not with --backups or --load-aware" --binding late
 expect_error "--cpus: CPU 999 is not one this process may use" --cpus 999
 expect_error "--cpus: 2 CPUs for 16 workers; give one CPU per worker" --cpus 0,0
 expect_error "unknown strategy 'fast'" --strategy fast
+expect_error "--trace '$work': is a folder, not a file" --trace "$work"
+expect_error "--trace-rounds: must be a whole number from 1 to 10000, got '0'" --trace-rounds 0
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--listen 'here' is not an IP address" --listen here
 expect_error "--max-samples must be at most 100000, got 100001" --max-samples 100001

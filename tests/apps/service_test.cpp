@@ -9,9 +9,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,10 +170,58 @@ TEST_CASE("ata-serve prices an option with one batch per request", "[service]") 
   CHECK(observed == 64);
   const auto metrics = exchange(server, "GET", "/metrics");
   CHECK(metric(metrics.body, "ata_http_responses_total{code=\"200\"}") == 3.0);
-  CHECK(metric(metrics.body, "ata_batch_latency_seconds_count") == 2.0);
+  CHECK(metric(metrics.body, "ata_batch_wall_seconds_count") == 2.0);
+  CHECK(metric(metrics.body, "ata_batches_total{outcome=\"succeeded\"}") == 2.0);
+  CHECK(metric(metrics.body, "ata_tasks_total{outcome=\"accepted\"}") == 64.0);
+  // The text exposition format, line by line: "# HELP name text", "# TYPE name type", or a
+  // sample "name{label="value",...} number", every name in base units by convention.
+  const std::regex help(R"(# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .+)");
+  const std::regex type(R"(# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram))");
+  const std::regex sample(
+      R"([a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*\})? )"
+      R"((\+Inf|-?[0-9.]+(e[-+]?[0-9]+)?))");
+  std::istringstream lines(metrics.body);
+  std::size_t samples = 0;
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    CHECK((std::regex_match(line, help) || std::regex_match(line, type) ||
+           std::regex_match(line, sample)));
+    samples += line.starts_with('#') ? 0 : 1;
+  }
+  CHECK(samples > 50);
   CHECK(json_of(exchange(server, "GET", "/healthz"))["status"] == "ok");
   CHECK(server.stop(20s) == 0);
   CHECK_THAT(server.output(), ContainsSubstring("stopped after 5 responses"));
+}
+
+TEST_CASE("ata-serve --trace writes the first and last batches at shutdown", "[service]") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ata-serve-trace-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  auto server = start_server("1", {"--trace", path, "--trace-rounds", "1"});
+  for (int k = 0; k < 3; ++k) {
+    REQUIRE(exchange(server, "POST", "/estimate", R"({"samples": 6})").status == 200);
+  }
+  CHECK(server.stop(20s) == 0);
+  CHECK_THAT(server.output(), ContainsSubstring("wrote " + path +
+                                                ": 1 strategy x 2 rounds, 12 task slices"));
+  std::ifstream file(path);
+  const auto trace = nlohmann::json::parse(file, nullptr, false);
+  std::remove(path.c_str());
+  REQUIRE_FALSE(trace.is_discarded());
+  std::vector<std::size_t> rounds;
+  std::size_t slices = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    if (event["cat"] == "round") {
+      rounds.push_back(event["args"]["round"].get<std::size_t>());
+    } else {
+      ++slices;
+      CHECK(event["tid"].get<std::size_t>() < 4);
+    }
+  }
+  CHECK(rounds == std::vector<std::size_t>{1, 3});
+  CHECK(slices == 12);
 }
 
 TEST_CASE("ata-serve answers bad input with a 4xx JSON error and keeps serving",
@@ -235,7 +288,7 @@ TEST_CASE("a client that disconnects mid-request cancels its batch", "[service]"
   REQUIRE(metric_reaches(server, "ata_batches_total{outcome=\"cancelled\"}", 1.0));
   const auto text = exchange(server, "GET", "/metrics").body;
   CHECK(metric(text, "ata_batches_in_flight") == 0.0);
-  CHECK(metric(text, "ata_batches_total{outcome=\"completed\"}") == 0.0);
+  CHECK(metric(text, "ata_batches_total{outcome=\"succeeded\"}") == 0.0);
   // Nothing was answered for the cancelled batch, and the server goes on serving.
   CHECK_FALSE(metric(text, "ata_http_responses_total{code=\"503\"}").has_value());
   CHECK(exchange(server, "POST", "/estimate", R"({"samples": 4})").status == 200);

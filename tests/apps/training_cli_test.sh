@@ -93,6 +93,16 @@ expect_error "--json '$work': is a folder, not a file" --json "$work"
 expect_refused_before_run
 expect_error "--plot '$work/three.json': '$work/three.json' is not a folder" --plot "$work/three.json"
 expect_refused_before_run
+expect_error "--trace '$work': is a folder, not a file" --trace "$work"
+expect_refused_before_run
+expect_error "--trace-rounds: must be a whole number from 1 to 10000, got '0'" --trace-rounds 0
+
+# --trace: the first and last N rounds of each strategy, as JSON a viewer opens, its size said.
+"$program" --problem least-squares --rows 200 --cols 5 --workers 3 --unit-us 1 --rounds 30 --target-gap 1e-9 \
+  --strategies uta,pull --trace-rounds 4 --trace "$work/trace.json" >"$work/out"
+grep -qE "^wrote $work/trace.json: 4 strategies x 8 rounds, [0-9]+ task slices, [0-9]+ events, [0-9]+ bytes$" "$work/out" ||
+  fail "trace: $(grep wrote "$work/out")"
+python3 -m json.tool "$work/trace.json" >/dev/null || fail "trace: not JSON"
 
 # Threads the system refuses (here: an address-space limit too small for their stacks) give a
 # sentence, not "Resource temporarily unavailable" alone.

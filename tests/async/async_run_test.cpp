@@ -21,6 +21,8 @@
 #include <future>
 #include <latch>
 #include <mutex>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -395,4 +397,62 @@ TEST_CASE("load-aware allocation sends a batch around a busy worker", "[async][r
     }
     first.get();
   }
+}
+
+TEST_CASE("an observer hears asynchronous batches: succeeded, and cancelled mid-batch",
+          "[async][observer]") {
+  // Events as text, in the order they came.
+  class Log final : public rt::Observer {
+   public:
+    void on_batch_start(const rt::BatchStart& start) noexcept override {
+      add("start " + std::to_string(start.round));
+    }
+    void on_learned(std::size_t round, std::span<const ata::WorkerStats>) noexcept override {
+      add("learned " + std::to_string(round));
+    }
+    void on_batch_end(const rt::BatchEnd& end) noexcept override {
+      add("end " + std::to_string(end.round) + " " + rt::outcome_name(end.outcome) +
+          (end.report != nullptr ? " tasks " + std::to_string(end.report->tasks.size()) : ""));
+    }
+    std::vector<std::string> events() {
+      std::lock_guard lock(mutex_);
+      return events_;
+    }
+
+   private:
+    void add(std::string event) {
+      std::lock_guard lock(mutex_);
+      events_.push_back(std::move(event));
+    }
+    std::mutex mutex_;
+    std::vector<std::string> events_;
+  };
+  rt::WorkerPool pool(2);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy);
+  Log log;
+  scheduler.set_observer(&log);
+  check_squares(rt::async_run(scheduler, 6, kSquare, asio::use_future).get().values, 6);
+
+  asio::io_context io;
+  Gate gate;
+  std::atomic<int> started{0};
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  rt::async_run(
+      scheduler, 2,
+      [&](const rt::TaskContext& ctx) {
+        started.fetch_add(1);
+        gate.wait(ctx);
+      },
+      asio::bind_cancellation_slot(
+          signal.slot(), asio::bind_executor(io, [&](std::exception_ptr e, rt::BatchResult<void>) {
+            error = e;
+          })));
+  while (started.load() < 2) std::this_thread::yield();
+  signal.emit(asio::cancellation_type::terminal);
+  io.run();
+  CHECK(is_code(error, asio::error::operation_aborted));
+  CHECK(log.events() == std::vector<std::string>{"start 1", "learned 1", "end 1 succeeded tasks 6",
+                                                 "start 2", "end 2 cancelled"});
 }

@@ -1,5 +1,6 @@
 # cmake -P script: install, then build and run examples/consumer against the installed tree;
-# with WITH_MPI, build its ata::mpi consumer too (built, not run: that takes mpirun).
+# with WITH_MPI, build its ata::mpi consumer too (built, not run: that takes mpirun); with
+# WITH_PROMETHEUS, build and run its ata::prometheus consumer.
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 
@@ -25,4 +26,12 @@ if(WITH_MPI)
       "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
       -DCONSUMER_WITH_MPI=ON)
   run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build-mpi" --target consumer_mpi)
+endif()
+
+if(WITH_PROMETHEUS)
+  run("${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build-prometheus"
+      "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+      -DCONSUMER_WITH_PROMETHEUS=ON)
+  run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build-prometheus" --target consumer_prometheus)
+  run("${WORK_DIR}/build-prometheus/consumer_prometheus")
 endif()

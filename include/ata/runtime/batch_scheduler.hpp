@@ -16,6 +16,7 @@
 #include "ata/runtime/batch_result.hpp"
 #include "ata/runtime/detail/batch_operation.hpp"
 #include "ata/runtime/detail/task_body.hpp"
+#include "ata/runtime/observer.hpp"
 #include "ata/runtime/round_report.hpp"
 #include "ata/runtime/task_context.hpp"
 #include "ata/runtime/lanes.hpp"
@@ -105,8 +106,8 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// Cost: B is at most kMaxBatch. A tracked batch (quotas or an indexed race with backups,
 /// retries or restarts; quotas with an indexed race) also takes its
 /// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
-/// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 32 bytes per
-/// task that ran (its TaskRecord; 24 more in pull and greedy modes for its log entry, 16 more in
+/// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 40 bytes per
+/// task that ran (its TaskRecord; 32 more in pull and greedy modes for its log entry, 16 more in
 /// greedy mode) plus, per result, an std::optional slot and the returned value, and a few cache
 /// lines per worker.
 ///
@@ -119,7 +120,7 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 class BatchScheduler {
  public:
   /// The largest batch run() accepts, 2^22 = 4,194,304 tasks: its bookkeeping alone (see
-  /// above) is about 240 MB. Larger batches are better split into several.
+  /// above) is about 270 MB. Larger batches are better split into several.
   static constexpr std::size_t kMaxBatch = std::size_t{1} << 22;
 
   /// Borrows `lanes` and `policy`, which must outlive the scheduler; binds each batch when it
@@ -222,6 +223,11 @@ class BatchScheduler {
   [[nodiscard]] Policy& policy() noexcept { return policy_; }
   /// Where the batches run.
   [[nodiscard]] Lanes& lanes() noexcept { return lanes_; }
+  /// Tells `observer` (borrowed; nullptr: none, the default) of every batch started from now
+  /// on (Observer). Not synchronised with run() or async_run(): set it while no batch is in
+  /// flight, and keep the observer alive until the batches it was told of have ended.
+  void set_observer(Observer* observer) noexcept { observer_ = observer; }
+  [[nodiscard]] Observer* observer() const noexcept { return observer_; }
   /// Batches this scheduler started so far. Thread-safe.
   [[nodiscard]] std::size_t rounds() const;
   /// Batches admitted and not yet complete (at most the options' max_in_flight()).
@@ -240,6 +246,7 @@ class BatchScheduler {
   const SchedulerOptions options_;
   std::unique_ptr<detail::SchedulerEngine> engine_;
   std::size_t rounds_ = 0;  // guarded by policy_.mutex()
+  Observer* observer_ = nullptr;
 };
 
 }  // namespace ata::runtime

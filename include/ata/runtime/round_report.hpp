@@ -12,15 +12,19 @@
 
 namespace ata::runtime {
 
-/// One task that ran: which, where, how long (slowdown included), and whether its result
-/// was kept.
+/// One task that ran: which, where, when, how long (slowdown included), and whether its
+/// result was kept.
 ///
 /// @code
 /// for (const ata::runtime::TaskRecord& t : report.tasks) {
 ///   if (!t.accepted) wasted += t.duration;   // greedy mode's stopped surplus
+///   if (t.has_start()) began.push_back(report.start + t.start);   // a steady_clock time
 /// }
 /// @endcode
 struct TaskRecord {
+  /// TaskRecord::start of a copy whose start was not recorded.
+  static constexpr std::chrono::nanoseconds kUnmeasured = std::chrono::nanoseconds::min();
+
   std::size_t task = 0;
   std::size_t worker = 0;
   std::chrono::nanoseconds duration{0};
@@ -28,6 +32,13 @@ struct TaskRecord {
   /// second), for copies stopped at their restart budget and for failed attempts that were
   /// retried: their results were discarded.
   bool accepted = true;
+  /// When the task started, from RoundReport::start, read from the clock that times it
+  /// (kUnmeasured only in a record made by hand). With
+  /// SchedulerOptions::set_time_chunks(), the tasks of a chunk are laid back to back from
+  /// the chunk's start, each lasting the chunk's mean.
+  std::chrono::nanoseconds start = kUnmeasured;
+
+  [[nodiscard]] bool has_start() const noexcept { return start != kUnmeasured; }
 };
 
 /// The report of one batch, returned with its results.
@@ -51,6 +62,9 @@ struct RoundReport {
   std::vector<std::chrono::nanoseconds> busy;
   /// From the call to run() until it returned: the caller's wait, allocation included.
   std::chrono::nanoseconds wall{0};
+  /// When the batch was handed to its lanes, after admission and planning: TaskRecord::start
+  /// counts from here.
+  std::chrono::steady_clock::time_point start;
   /// Every task that ran, by task index; B of them are accepted. Empty with
   /// SchedulerOptions::set_task_records(false) (discarded() is then 0). With
   /// SchedulerOptions::set_time_chunks(), each task of an untracked quota has its chunk's

@@ -47,6 +47,8 @@ struct ExperimentConfig {
   /// Rounds whose every copy is kept (StrategyRun::traced_rounds): the first and the last this
   /// many (all of them when K <= 2 x this); 0 keeps none.
   std::size_t traced_rounds = 0;
+  /// Whether each TracePoint keeps what the policy learned (TracePoint::learned_means).
+  bool record_learning = false;
 };
 
 /// One candidate plan of the frontier yardstick, run for FrontierChoice::probe_rounds rounds on
@@ -97,6 +99,10 @@ struct TracePoint {
   double worker_time = 0.0;
   double regret = 0.0;  ///< sum over rounds of l(a_k, mu) - min_a l(a, mu)
   double suboptimality = 0.0;  ///< f(x_k) - f*, when SGD runs (else 0)
+  /// With ExperimentConfig::record_learning: each worker's learned mean after `round`
+  /// (AtaAutoPolicy::estimated_mean(i) for ATA-Auto, else Policy::stats(i).mean(); 0 before
+  /// its first task); empty otherwise.
+  std::vector<double> learned_means;
 };
 
 /// A plan ata-auto played, and in how many rounds ("quotas" or "race:M", M the chosen racers).

@@ -17,6 +17,7 @@
 
 #include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/detail/task_body.hpp"
+#include "ata/runtime/observer.hpp"
 #include "ata/runtime/round_report.hpp"
 
 namespace ata::runtime {
@@ -108,6 +109,8 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   void finish_unsubmitted(BatchStatus status, std::exception_ptr error, bool holds_slot) noexcept;
   void arm_deadline();
   void disarm_deadline() noexcept;
+  // Tells the observer told of this batch's start, if any, how it ended.
+  void notify_end(BatchOutcome outcome, const RoundReport* report) const noexcept;
 
   BatchScheduler& scheduler_;
   const std::size_t batch_;
@@ -129,6 +132,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   std::size_t round_ = 0;
   bool observe_every_task_ = false;  // the policy's needs_every_sample(), read at the plan
   std::shared_ptr<Batch> completed_;
+  Observer* observer_ = nullptr;  // set when told of the start: it is told of the end
 };
 
 /// The front end of BatchScheduler::run(): the caller's thread waits.
