@@ -451,7 +451,9 @@ double Batch::mean_of(std::size_t lane) const noexcept {
 void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
   const bool hedging = t.rule.options().enabled();
-  if (t.released || t.recovery.timer == nullptr || (!hedging && t.recovery.restart_after.empty())) {
+  // A decided batch wants no more copies; its lanes may be gone (a task that destroyed them).
+  if (t.released || stop_.stop_requested() || t.recovery.timer == nullptr ||
+      (!hedging && t.recovery.restart_after.empty())) {
     return;
   }
   double wait = time_to_next_restart();

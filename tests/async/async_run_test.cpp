@@ -362,7 +362,10 @@ TEST_CASE("load-aware allocation sends a batch around a busy worker", "[async][r
     CAPTURE(load_aware);
     rt::WorkerPool pool(2);
     ata::OraclePolicy oracle(std::vector<double>{1.0, 1.0});
-    rt::BatchScheduler scheduler(pool, oracle, rt::SchedulerOptions{}.set_load_aware(load_aware));
+    // Without backups: a lane stuck at the gate would be quarantined, load awareness or not.
+    rt::BatchScheduler scheduler(
+        pool, oracle,
+        rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}).set_load_aware(load_aware));
     Gate gate;
     std::atomic<int> done_on_worker_1{0};
     // Batch A: {2, 2}; worker 0's two tasks wait at the gate, worker 1's finish.

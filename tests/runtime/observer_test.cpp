@@ -158,7 +158,9 @@ TEST_CASE("chunk timing lays a chunk's tasks back to back at the chunk's mean",
           "[runtime][observer]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_time_chunks(true));
+  // Without backups: a tracked batch times each copy, so its chunks are single tasks.
+  rt::BatchScheduler scheduler(
+      pool, policy, rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}).set_time_chunks(true));
   const auto report =
       scheduler.run(6, [](const rt::TaskContext&) { std::this_thread::sleep_for(100us); }).report;
   REQUIRE(report.tasks.size() == 6);

@@ -232,7 +232,8 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
     // Only worker 0 has a budget; its first attempts would wait for ever but for the restart.
     ata::FixedPlanPolicy policy("restarted",
                                 even_quotas(kWorkers, kEach).set_restart_after(0, 0.005));
-    rt::BatchScheduler scheduler(pool, policy);
+    // No backup copy: the restart alone must bring the result.
+    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}));
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
       if (attempts[ctx.task()]++ == 0 && ctx.worker() == 0) nap(ctx, 20s);  // until stopped
       return ctx.task();

@@ -163,7 +163,8 @@ TEST_CASE("a retry summoned to a lane busy with another scheduler's task ends wi
           "[runtime][stragglers][shutdown]") {
   rt::WorkerPool pool(rt::PoolOptions(2));
   ata::UniformPolicy other_policy(2);
-  rt::BatchScheduler other(pool, other_policy);
+  // Without backups: lane 0 would otherwise give the held task's result, and it would end.
+  rt::BatchScheduler other(pool, other_policy, rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}));
   ata::testing::Gate gate;
   std::atomic<bool> holding{false};
   auto held = std::async(std::launch::async, [&] {

@@ -108,7 +108,7 @@ TEST_CASE("scheduler options refuse bad backup settings", "[runtime][stragglers]
   const auto options = with_backups(ata::BackupMode::copies);
   CHECK(options.backups().mode == ata::BackupMode::copies);
   CHECK_FALSE(options.backups().min_overdue.has_value());  // the runtime's kDefaultMinOverdue
-  CHECK(rt::SchedulerOptions{}.backups().mode == ata::BackupMode::off);
+  CHECK(rt::SchedulerOptions{}.backups().mode == ata::BackupMode::copies);  // the default
 }
 
 TEST_CASE("a worker 50x slower on some tasks: backups give each result once, sooner",

@@ -8,6 +8,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -64,13 +65,19 @@ struct InjectedFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One pool with four unequal workers, and schedulers in every mode on it; two of them share
-// one policy.
+// One pool with four unequal workers, and schedulers in every mode on it, without backups
+// and with the default backup copies; several share one policy.
 struct Epoch {
   explicit Epoch(std::uint64_t seed) : pool(options(seed)) {
+    const auto without = rt::SchedulerOptions{}.set_backups(ata::BackupOptions{});
     for (ata::Policy* policy :
          std::initializer_list<ata::Policy*>{&ata_e, &uta, &gta, &pull, &ata_e}) {
+      schedulers.emplace_back(pool, *policy, without);
+      backed_up.push_back(false);
+    }
+    for (ata::Policy* policy : std::initializer_list<ata::Policy*>{&ata_e, &uta, &pull}) {
       schedulers.emplace_back(pool, *policy);
+      backed_up.push_back(true);
     }
   }
   static rt::PoolOptions options(std::uint64_t seed) {
@@ -94,6 +101,7 @@ struct Epoch {
   ata::DynamicPolicy gta{4, ata::Dispatch::greedy};
   ata::DynamicPolicy pull{4, ata::Dispatch::pull};
   std::deque<rt::BatchScheduler> schedulers;  // not movable
+  std::vector<bool> backed_up;                // schedulers[k] runs backup copies
 };
 
 // The pool in use; replaced (and the old one shut down) by the chaos thread.
@@ -134,16 +142,19 @@ struct Result {
 };
 
 // Runs one batch and checks what came back.
-void run_one(rt::BatchScheduler& scheduler, std::size_t id, std::size_t batch, std::mt19937_64& rng,
-             std::atomic<std::size_t>& executed, Tally& tally) {
+void run_one(rt::BatchScheduler& scheduler, bool backed_up, std::size_t id, std::size_t batch,
+             std::mt19937_64& rng, std::atomic<std::size_t>& executed, Tally& tally) {
   const std::size_t slots = batch + 4;  // greedy starts at most B + n - 1 tasks
   // Per task index: the workers that ran it (a bit each) and how often its body was called
   // (twice on worker 3, which repeats its tasks, unless stopped in between).
   std::vector<std::atomic<std::uint8_t>> ran_on(slots);
   std::vector<std::atomic<std::uint8_t>> calls(slots);
+  // Once per worker it ran on (a backup copy is a run on another worker), twice on worker 3.
   const auto ran_once = [&](std::size_t t) {
     const unsigned mask = ran_on[t].load();
-    return (mask & (mask - 1)) == 0 && mask != 0 && calls[t].load() <= (mask == 8u ? 2u : 1u);
+    const unsigned workers = static_cast<unsigned>(std::popcount(mask));
+    const unsigned most = workers + ((mask & 8u) != 0 ? 1u : 0u);
+    return mask != 0 && (backed_up || workers == 1) && calls[t].load() <= most;
   };
   // One batch in 16 has a failing task; about one task in 100 runs long unless stopped.
   const std::size_t failing = rng() % 16 == 0 ? rng() % batch : slots;
@@ -180,12 +191,24 @@ void run_one(rt::BatchScheduler& scheduler, std::size_t id, std::size_t batch, s
     if (report.learning_error) problem("learning error");
     // Every task that ran is recorded exactly once, by its index; its result, if accepted, is
     // at its place in task-index order.
+    // With backups, the B accepted records come first and the lost copies after them.
+    const bool tracked = backed_up && report.dispatch != ata::Dispatch::greedy;
+    const std::size_t by_index = tracked ? std::min(batch, report.tasks.size()) : report.tasks.size();
+    for (std::size_t k = by_index; k < report.tasks.size(); ++k) {
+      const auto& lost = report.tasks[k];
+      if (lost.accepted || lost.task >= batch ||
+          (ran_on[lost.task].load() & (1u << lost.worker)) == 0) {
+        problem("copy " + std::to_string(k) + " of task " + std::to_string(lost.task) +
+                " is not a lost copy it ran");
+      }
+    }
     std::size_t j = 0;
-    for (std::size_t t = 0; t < report.tasks.size(); ++t) {
+    for (std::size_t t = 0; t < by_index; ++t) {
       const auto& record = report.tasks[t];
       if (record.task != t)
         problem("record " + std::to_string(t) + " is task " + std::to_string(record.task));
-      if (!ran_once(t) || ran_on[t].load() != 1u << record.worker) {
+      const unsigned on = ran_on[t].load();
+      if (!ran_once(t) || (tracked ? (on & (1u << record.worker)) == 0 : on != 1u << record.worker)) {
         problem("task " + std::to_string(t) + " ran on workers " +
                 std::to_string(ran_on[t].load()) + " (a bit each), " +
                 std::to_string(calls[t].load()) + " calls");
@@ -200,7 +223,7 @@ void run_one(rt::BatchScheduler& scheduler, std::size_t id, std::size_t batch, s
     for (std::size_t t = report.tasks.size(); t < slots; ++t) {
       if (calls[t].load() != 0) problem("unrecorded task " + std::to_string(t) + " ran");
     }
-    if (report.dispatch != ata::Dispatch::greedy && report.tasks.size() != batch) {
+    if (report.dispatch != ata::Dispatch::greedy && report.tasks.size() != batch + (tracked ? report.discarded() : 0)) {
       problem(std::to_string(report.tasks.size()) + " tasks ran");
     }
   } catch (const InjectedFault& e) {
@@ -248,8 +271,8 @@ TEST_CASE("stress: 8 submitters in every mode with faults stops slowdowns and po
         for (std::size_t id; (id = next_batch.fetch_add(1)) < size.batches;) {
           const std::size_t batch = 1 + rng() % (2 * size.mean_batch - 1);
           const auto epoch = current.get();
-          auto& scheduler = epoch->schedulers[rng() % epoch->schedulers.size()];
-          run_one(scheduler, id, batch, rng, executed, tallies[s]);
+          const std::size_t k = rng() % epoch->schedulers.size();
+          run_one(epoch->schedulers[k], epoch->backed_up[k], id, batch, rng, executed, tallies[s]);
           const std::size_t done = completed.fetch_add(1) + 1;
           // Sample at every 5% of the batches (the sampling thread is whoever got there).
           if (done % (size.batches / kSamples) == 0)
