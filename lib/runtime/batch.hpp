@@ -23,6 +23,7 @@
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
+#include "runtime/brief_lock.hpp"
 #include "runtime/deadline_timer.hpp"
 #include "runtime/lane_set.hpp"
 #include "runtime/task_clock.hpp"
@@ -212,11 +213,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Runs the chunk `pick` without the mutex (`lock`, held on entry and on return, is released
   // meanwhile), taking it only for copies that did not simply win. Returns whether the lane
   // is done with the batch.
-  bool run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pick& pick);
+  bool run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pick& pick);
   // With the mutex held, after a copy of `task` ended on `lane`: records that it lost, was
   // restarted, failed (queuing a retry) or won. Returns whether the lane is done with the
   // batch. `in_chunk`: the copy came from a chunk.
-  bool end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::size_t task,
+  bool end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::size_t task,
                 TaskClock::Ticks start, std::chrono::nanoseconds duration,
                 std::exception_ptr error, bool in_chunk);
   // A copy of `task` that claimed its result on `lane`: its record, the result, the lane's
@@ -388,7 +389,7 @@ struct Batch::Tracked {
 
   const Recovery recovery;
   const BackupRule rule;
-  std::mutex mutex;
+  BriefLock mutex;
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
   // Per task, kDone | kCopied, without the mutex: the first copy to end claims the result.

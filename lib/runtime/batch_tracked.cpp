@@ -111,7 +111,7 @@ std::size_t Batch::chunk_length(std::size_t lane, std::size_t available) const n
   return std::min(length, available);
 }
 
-bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pick& pick) {
+bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pick& pick) {
   const std::size_t i = worker.index();
   Tracked& t = *tracked_;
   Tracked::LaneState& me = t.lane[i];
@@ -125,21 +125,17 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
   const double mean = mean_of(i);
   me.stuck_after =
       mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
-  // The stuck marks are wall-clock moments: each task's start is the chunk's start on the
-  // wall clock plus the task clock's ticks since, one clock read per task.
   TaskClock::Ticks since = clock_.now();
-  const TaskClock::Ticks chunk_ticks = since;
-  const auto chunk_wall = Lane::Clock::now();
-  const auto mark = [&](TaskClock::Ticks start) {
-    const auto started = chunk_wall + std::chrono::duration_cast<Lane::Clock::duration>(
-                                          elapsed(chunk_ticks, start));
-    // Saturated: a stuck_after of +inf (or one too long for the clock) is never reached.
-    worker.mark_task(started, mean > 0.0 ? saturating_after(started, me.stuck_after)
-                                         : Lane::Clock::time_point::max());
-  };
   me.current_start.store(since, std::memory_order_relaxed);
   me.current.store(pick.task, std::memory_order_release);
-  mark(since);
+  // One stuck mark for the whole chunk, its tasks' allowances added up: a chunk holds tasks
+  // of microseconds, whose lane is stuck only if the chunk overruns as a whole. Saturated: a
+  // stuck_after of +inf (or one too long for the clock) is never reached.
+  const auto chunk_wall = Lane::Clock::now();
+  worker.mark_task(chunk_wall,
+                   mean > 0.0 ? saturating_after(chunk_wall, me.stuck_after *
+                                                                 static_cast<double>(pick.end - pick.task))
+                              : Lane::Clock::time_point::max());
   arm_timer();
   TaskContext ctx(pick.task, i, me.stop.get_token());
   // Without restart budgets, a chunk's copy that wins, the usual case, needs no mutex.
@@ -156,7 +152,6 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
         if (stop_.stop_requested()) break;
         me.current_start.store(since, std::memory_order_relaxed);
         me.current.store(task, std::memory_order_release);
-        mark(since);
       }
       ctx.task_ = task;
       const TaskClock::Ticks started = since;
@@ -215,7 +210,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<std::mutex>& lock, const Pi
   return lane_done;
 }
 
-bool Batch::end_copy(std::unique_lock<std::mutex>& lock, std::size_t lane, std::size_t task,
+bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::size_t task,
                      TaskClock::Ticks start, std::chrono::nanoseconds duration,
                      std::exception_ptr error, bool in_chunk) {
   Tracked& t = *tracked_;
