@@ -170,7 +170,9 @@ std::vector<double> calibrate_means(const Problem& problem, const TrainingConfig
   // UTA spreads a batch of n * r tasks as r per worker; batches stay within kMaxBatch.
   const auto uniform = make_policy("uta", n);
   TrainingLanes lanes(config);
-  runtime::BatchScheduler scheduler(lanes.lanes(), *uniform);
+  // No backup copies: each worker's own tasks measure it, the slow ones included.
+  runtime::BatchScheduler scheduler(lanes.lanes(), *uniform,
+                                    runtime::SchedulerOptions{}.set_backups(BackupOptions{}));
   const std::vector<double> x = problem.initial_point();
   const std::size_t per_batch = std::max<std::size_t>(1, runtime::BatchScheduler::kMaxBatch / n);
   for (std::size_t done = 0; done < tasks_per_worker;) {

@@ -23,6 +23,7 @@
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/round_report.hpp"
+#include "runtime/asymmetric_fence.hpp"
 #include "runtime/brief_lock.hpp"
 #include "runtime/deadline_timer.hpp"
 #include "runtime/lane_set.hpp"
@@ -330,9 +331,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 // rare: a copy that lost, threw, was stopped to restart, or has backup copies to stop.
 struct Batch::Tracked {
   static constexpr std::size_t kIdle = std::numeric_limits<std::size_t>::max();
-  // Per task, in `claims`: its result is claimed; a backup copy of it was started.
+  // Per task, in `claims`: its result is claimed.
   static constexpr std::uint8_t kDone = 1;
-  static constexpr std::uint8_t kCopied = 2;
 
   // One cache line (or more) each: a lane publishes its running copy per task.
   struct alignas(64) LaneState {
@@ -380,6 +380,8 @@ struct Batch::Tracked {
         lane(lanes),
         task(tasks),
         claims(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
+        ended(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
+        copied(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
         view(lanes),
         view_task(lanes, kIdle) {}
 
@@ -392,8 +394,14 @@ struct Batch::Tracked {
   BriefLock mutex;
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
-  // Per task, kDone | kCopied, without the mutex: the first copy to end claims the result.
+  // Per task, without the mutex: kDone once a copy claimed its result (a read-modify-write
+  // wherever two copies may end; a store where a chunk's copy ran alone).
   std::unique_ptr<std::atomic<std::uint8_t>[]> claims;
+  // Per task, the two sides of the handshake between a chunk's copy ending and a backup copy
+  // starting (AsymmetricFence): of the two, at least one sees the other's flag, so a chunk's
+  // copy that sees no backup started may claim with a store.
+  std::unique_ptr<std::atomic<std::uint8_t>[]> ended;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> copied;
   std::vector<BackupWorker> view;     // scratch for the rule
   std::vector<std::size_t> view_task;  // the task each view entry's copy runs
   std::size_t pool_next = 0;           // an indexed race: its next unstarted index (B: none)

@@ -10,11 +10,12 @@
 // sends that lane back (the batch is queued on it again: its queue entry is free once it ran).
 //
 // The mutex is taken once per chunk, not per task. Within a chunk a lane publishes the copy it
-// runs (its task and start, atomics the rule's view reads) and claims each result with one
-// atomic fetch_or on the task's claim byte: the first copy to end without an exception claims
-// it (exactly one per index). A backup copy marks the byte first (kCopied), so that a chunk's
-// winner knows to take the mutex and stop it; a copy that lost, threw or was stopped to
-// restart takes the mutex too. A copy ending after the claim is discarded, its time counted as
+// runs (its task and start, atomics the rule's view reads) and claims each result: the first
+// copy to end without an exception claims it (exactly one per index). A chunk's copy and a
+// backup copy about to start shake hands (Tracked::ended, Tracked::copied, through
+// AsymmetricFence): a chunk's copy that sees no backup claims with a plain store, and the
+// backup does not start; otherwise both claim with a fetch_or, and the winner takes the mutex
+// to stop the other. A copy that lost, threw or was stopped to restart takes the mutex too. A copy ending after the claim is discarded, its time counted as
 // worker time and reported as censored. A failing attempt is queued for a retry on another
 // lane while attempts remain, else it fails the batch. With restart budgets
 // (Recovery::restart_after), chunks hold one task and every copy starts and ends under the
@@ -140,6 +141,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   TaskContext ctx(pick.task, i, me.stop.get_token());
   // Without restart budgets, a chunk's copy that wins, the usual case, needs no mutex.
   const bool end_unlocked = chunk && t.recovery.restart_after.empty();
+  const AsymmetricFence& fence = AsymmetricFence::instance();
   std::size_t own_ran = 0;
   std::int64_t won_ns = 0;
   std::size_t won = 0;
@@ -167,16 +169,22 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       me.current.store(Tracked::kIdle, std::memory_order_release);
       if (pick.source == Source::own) ++own_ran;
       if (end_unlocked && !error) {
-        const std::uint8_t before = t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel);
-        if ((before & Tracked::kDone) == 0) {
+        // No backup copy started: none can start now, and the claim is this copy's alone.
+        if (!fence.light_store_load(t.ended[task], t.copied[task])) {
+          t.claims[task].store(Tracked::kDone, std::memory_order_release);
           record_win(i, task, started, duration);
           won_ns += duration.count();
           ++won;
-          if ((before & Tracked::kCopied) != 0) {
-            lock.lock();
-            stop_other_copies(task, i);
-            lock.unlock();
-          }
+          continue;
+        }
+        if ((t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel) &
+             Tracked::kDone) == 0) {
+          record_win(i, task, started, duration);
+          won_ns += duration.count();
+          ++won;
+          lock.lock();
+          stop_other_copies(task, i);
+          lock.unlock();
           continue;
         }
       }
@@ -376,9 +384,8 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
     case BackupAction::Kind::backup: {
       // The copy the rule saw; if its task has ended since, there is nothing to copy.
       const std::size_t task = t.view_task[action.from];
-      if (task == Tracked::kIdle ||
-          (t.claims[task].fetch_or(Tracked::kCopied, std::memory_order_acq_rel) &
-           Tracked::kDone) != 0) {
+      if (task == Tracked::kIdle || t.done(task) ||
+          AsymmetricFence::instance().heavy_store_load(t.copied[task], t.ended[task])) {
         return {};
       }
       ++t.backup_copies;

@@ -12,6 +12,7 @@
 #include "problems.hpp"
 #include "training.hpp"
 #include "training_lanes.hpp"
+#include "support/without_backups.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
@@ -175,7 +176,7 @@ TEST_CASE("every lane kind runs each worker's tasks on its CPU", "[apps][trainin
     config.cpus = {cpus.back(), cpus.front()};
     ata::ml::TrainingLanes lanes(config);
     const auto uniform = ata::make_policy("uta", 2);
-    ata::runtime::BatchScheduler scheduler(lanes.lanes(), *uniform);
+    ata::runtime::BatchScheduler scheduler(lanes.lanes(), *uniform, ata::testing::without_backups());
     for (int round = 0; round < 5; ++round) {
       const auto [where, report] = scheduler.run(8, [](const ata::runtime::TaskContext& ctx) {
         return std::pair{ctx.worker(), sched_getcpu()};

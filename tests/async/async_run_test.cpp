@@ -29,6 +29,7 @@
 #include "ata/ata.hpp"
 #include "ata/runtime/async_run.hpp"
 #include "support/gate.hpp"
+#include "support/without_backups.hpp"
 
 namespace asio = boost::asio;
 namespace rt = ata::runtime;
@@ -71,7 +72,7 @@ void check_squares(const std::vector<std::size_t>& values, std::size_t batch) {
 TEST_CASE("async_run completes a callback through its executor, never inline", "[async]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   asio::io_context io;
   bool returned = false;
   bool called = false;
@@ -98,7 +99,7 @@ TEST_CASE("async_run completes a callback through its executor, never inline", "
 TEST_CASE("async_run with use_future, deferred and a strand", "[async]") {
   rt::WorkerPool pool(3);
   ata::AtaEmpiricalPolicy policy(3, 1.0);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
 
   std::future<rt::BatchResult<std::size_t>> future =
       rt::async_run(scheduler, 10, kSquare, asio::use_future);
@@ -261,7 +262,7 @@ TEST_CASE("a deadline stops the batch: timed_out asynchronously, DeadlineError b
           "[async]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   Gate never;
   const auto stuck = [&](const rt::TaskContext& ctx) { never.wait(ctx); };
   rt::BatchOptions options;
@@ -351,7 +352,7 @@ TEST_CASE("an io_context destroyed with an admitted batch's launch posted gives 
 TEST_CASE("B = 0 completes with InvalidArgument through the handler", "[async][errors]") {
   rt::WorkerPool pool(1);
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   auto future = rt::async_run(scheduler, 0, kSquare, asio::use_future);
   REQUIRE_THROWS_AS(future.get(), ata::InvalidArgument);
   REQUIRE_THROWS_AS(rt::SchedulerOptions{}.set_max_in_flight(0), ata::InvalidArgument);
@@ -365,7 +366,7 @@ TEST_CASE("load-aware allocation sends a batch around a busy worker", "[async][r
     // Without backups: a lane stuck at the gate would be quarantined, load awareness or not.
     rt::BatchScheduler scheduler(
         pool, oracle,
-        rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}).set_load_aware(load_aware));
+        ata::testing::without_backups().set_load_aware(load_aware));
     Gate gate;
     std::atomic<int> done_on_worker_1{0};
     // Batch A: {2, 2}; worker 0's two tasks wait at the gate, worker 1's finish.
@@ -432,7 +433,7 @@ TEST_CASE("an observer hears asynchronous batches: succeeded, and cancelled mid-
   };
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   Log log;
   scheduler.set_observer(&log);
   check_squares(rt::async_run(scheduler, 6, kSquare, asio::use_future).get().values, 6);

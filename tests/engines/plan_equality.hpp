@@ -74,6 +74,7 @@
 #include "engines/plan_table.hpp"
 #include "lanes/lane_kinds.hpp"
 #include "support/eventually.hpp"
+#include "support/without_backups.hpp"
 
 namespace ata::testing::engines {
 
@@ -194,7 +195,8 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
                          rt::BatchResult<Ran>& result) {
   const std::size_t n = c.plan.workers();
   ScriptedPolicy policy({Plan::quotas(Allocation(std::vector<std::size_t>(n, 1))), c.plan});
-  rt::BatchScheduler scheduler(lanes, policy);
+  // The plan alone, as the simulator runs it: none of the scheduler's default backups.
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   Gates holders(n);
   const auto gated = [&gates](const rt::TaskContext& ctx) {
     const bool stopped = gates.pass(ctx);

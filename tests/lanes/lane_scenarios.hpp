@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/without_backups.hpp"
 #include "support/gate.hpp"
 #include "lanes/lane_kinds.hpp"
 #include "support/eventually.hpp"
@@ -104,7 +105,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "every mode gives one result per task i
   auto policy = ata::make_policy(name, kLanes);
   rt::BatchScheduler scheduler = late
                                      ? rt::BatchScheduler(*lanes, *policy, rt::LateBindingOptions{})
-                                     : rt::BatchScheduler(*lanes, *policy);
+                                     : rt::BatchScheduler(*lanes, *policy, without_backups());
   for (std::size_t batch : {1, 2, 7, 64}) {
     for (int round = 0; round < 3; ++round) {
       Calls calls(kLanes);
@@ -148,7 +149,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task's exception fails its batch, th
     // One lane: task 2 throws first, and stops the batch before task 4 would.
     auto lanes = kind.make(rt::PoolOptions(1));
     auto policy = ata::make_policy(name, 1);
-    rt::BatchScheduler scheduler(*lanes, *policy);
+    rt::BatchScheduler scheduler(*lanes, *policy, without_backups());
     std::atomic<std::size_t> after_failure = 0;
     CHECK_THROWS_MATCHES(
         scheduler.run(6,
@@ -164,7 +165,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task's exception fails its batch, th
   // Several lanes: the batch fails with a task's exception, and the lanes run the next one.
   auto lanes = kind.make(rt::PoolOptions(3));
   auto policy = ata::make_policy(name, 3);
-  rt::BatchScheduler scheduler(*lanes, *policy);
+  rt::BatchScheduler scheduler(*lanes, *policy, without_backups());
   for (int round = 0; round < 3; ++round) {
     CHECK_THROWS_MATCHES(scheduler.run(9,
                                        [](const rt::TaskContext& ctx) {
@@ -189,7 +190,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(2));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(*lanes, policy);
+  rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   std::binary_semaphore release(0);
   std::atomic<int> started = 0;
   Gate never;
@@ -241,7 +242,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(2));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(*lanes, policy);
+  rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   const auto [messages, report] = scheduler.run(2, [&](const rt::TaskContext& ctx) {
     try {
       if (ctx.task() == 0) {
@@ -267,7 +268,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task may destroy its own lanes",
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(2));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(*lanes, policy);
+  rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   Gate never;
   std::atomic<bool> destroyed = false;
   // Lane 0 destroys the lanes while lane 1 waits for its stop request: the destructor stops
@@ -287,7 +288,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task may destroy its own lanes",
   CHECK(lanes == nullptr);
   // A new set on the same executor works, wherever its memory comes from.
   auto again = kind.make(rt::PoolOptions(2));
-  rt::BatchScheduler next(*again, policy);
+  rt::BatchScheduler next(*again, policy, without_backups());
   CHECK(next.run(4, [](const rt::TaskContext& ctx) { return ctx.task(); }).values.size() == 4);
 }
 
@@ -312,7 +313,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   // Lane i's u-th task waits the u-th draw of the stream (seed, i), whatever the kind.
   const auto measure = [&](rt::Lanes& lanes) {
     ata::UniformPolicy policy(kLanes);
-    rt::BatchScheduler scheduler(lanes, policy);
+    rt::BatchScheduler scheduler(lanes, policy, without_backups());
     std::vector<std::chrono::nanoseconds> durations;
     for (std::size_t r = 0; r < kRounds; ++r) {
       const auto result = scheduler.run(kBatch, [](const rt::TaskContext&) {});
@@ -477,7 +478,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
       ata::BackupOptions{}.set_mode(ata::BackupMode::on));
   for (std::size_t i = 0; i < kLanes; ++i) plan.set_restart_after(i, 0.003);
   ata::FixedPlanPolicy policy("mixed", plan);
-  rt::BatchScheduler scheduler(*lanes, policy);
+  rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   Gate never;
   for (int round = 0; round < 3; ++round) {
     std::vector<std::atomic<int>> attempts(kBatch);

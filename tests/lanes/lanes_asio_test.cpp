@@ -27,6 +27,7 @@ using LaneKinds = std::tuple<ata::testing::AsioContextPerLane, ata::testing::Asi
 #define ATA_LANES_TAG "[asio]"
 #define ATA_LANES_PREFIX "asio lanes: "
 #include "lanes/lane_scenarios.hpp"
+#include "support/without_backups.hpp"
 
 namespace ata::testing::lanes {
 
@@ -51,7 +52,7 @@ TEMPLATE_LIST_TEST_CASE("asio lanes: async_run in every mode, and cancelled mid-
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(3));
   auto policy = ata::make_policy(name, 3);
-  rt::BatchScheduler scheduler(*lanes, *policy);
+  rt::BatchScheduler scheduler(*lanes, *policy, without_backups());
   // Completions on an io_context of the test's own.
   asio::io_context io;
   auto guard = asio::make_work_guard(io);
@@ -117,7 +118,7 @@ TEST_CASE("asio lanes: an executor thread outside a task may run a batch on othe
   asio::thread_pool pool(3);
   rt::AsioLanes lanes(std::vector<asio::any_io_executor>(2, pool.get_executor()));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(lanes, policy);
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   std::promise<std::vector<std::size_t>> values;
   asio::post(pool, [&] {
     values.set_value(
@@ -134,7 +135,7 @@ TEST_CASE("asio lanes: a stopped io_context fails the batch when it drops the wo
   auto io = std::make_optional<asio::io_context>();  // never run
   rt::AsioLanes lanes({io->get_executor()});
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(lanes, policy);
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   const auto submit = [&] {
     return std::async(std::launch::async,
                       [&] { return scheduler.run(2, [](const rt::TaskContext&) {}); });

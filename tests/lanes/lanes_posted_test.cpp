@@ -8,6 +8,7 @@ using LaneKinds = std::tuple<ata::testing::OwnThreads, ata::testing::PostedOnThr
 #define ATA_LANES_TAG "[posted]"
 #define ATA_LANES_PREFIX "threads and posted lanes: "
 #include "lanes/lane_scenarios.hpp"
+#include "support/without_backups.hpp"
 
 namespace ata::testing::lanes {
 namespace {
@@ -43,7 +44,7 @@ TEST_CASE("posted lanes: a launcher that throws or drops its work fails the batc
   flaky.mode = mode;
   rt::PostedLanes lanes(flaky.make());
   auto policy = ata::make_policy(name, 2);
-  rt::BatchScheduler scheduler(lanes, *policy);
+  rt::BatchScheduler scheduler(lanes, *policy, ata::testing::without_backups());
   const auto task = [](const rt::TaskContext& ctx) { return ctx.task() * ctx.task(); };
   for (int round = 0; round < 3; ++round) {
     if (name == "uta") {
@@ -76,7 +77,7 @@ TEST_CASE("posted lanes: work called twice runs once", "[lanes][posted]") {
   });
   rt::PostedLanes lanes(std::move(launchers));
   auto policy = ata::make_policy("pull", 2);
-  rt::BatchScheduler scheduler(lanes, *policy);
+  rt::BatchScheduler scheduler(lanes, *policy, ata::testing::without_backups());
   for (int round = 0; round < 20; ++round) {
     Calls calls(2);
     const auto result = scheduler.run(16, [&](const rt::TaskContext& ctx) {
@@ -95,7 +96,7 @@ TEST_CASE("posted lanes: work posted before a shutdown finds its lane stopped",
   auto lanes = std::make_unique<rt::PostedLanes>(
       std::vector<rt::PostedLanes::Launcher>{held.launcher(), held.launcher()});
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(*lanes, policy);
+  rt::BatchScheduler scheduler(*lanes, policy, ata::testing::without_backups());
   std::atomic<int> ran = 0;
   auto pending = std::async(std::launch::async, [&] {
     return scheduler.run(4, [&](const rt::TaskContext&) { ran.fetch_add(1); });
@@ -119,7 +120,7 @@ TEST_CASE("posted lanes: a deadline ends a batch whose executor never runs it",
   HeldWork held;
   rt::PostedLanes lanes({held.launcher()});
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(lanes, policy);
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   CHECK_THROWS_AS(scheduler.run(
                       2, [](const rt::TaskContext&) {}, rt::BatchOptions{20ms}),
                   rt::DeadlineError);

@@ -19,6 +19,7 @@ using LaneKinds = std::tuple<ata::testing::ArenasFromConstraints, ata::testing::
 #define ATA_LANES_TAG "[tbb]"
 #define ATA_LANES_PREFIX "arena lanes: "
 #include "lanes/lane_scenarios.hpp"
+#include "support/without_backups.hpp"
 
 namespace ata::testing::lanes {
 
@@ -36,7 +37,7 @@ TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB insid
   TestType kind;
   auto lanes = kind.make(rt::PoolOptions(3));
   auto policy = ata::make_policy("pull", 3);
-  rt::BatchScheduler scheduler(*lanes, *policy);
+  rt::BatchScheduler scheduler(*lanes, *policy, ata::testing::without_backups());
   const auto result = scheduler.run(12, [](const rt::TaskContext& ctx) {
     std::atomic<std::size_t> sum = 0;
     tbb::parallel_for(std::size_t{0}, std::size_t{100}, [&](std::size_t k) { sum.fetch_add(k); });
@@ -69,8 +70,8 @@ TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
     };
     ata::UniformPolicy two(2);
     ata::UniformPolicy three(3);
-    rt::BatchScheduler on_small(*small, two);
-    rt::BatchScheduler on_large(*large, three);
+    rt::BatchScheduler on_small(*small, two, ata::testing::without_backups());
+    rt::BatchScheduler on_large(*large, three, ata::testing::without_backups());
     auto first = std::async(std::launch::async, [&] { return on_small.run(2, task); });
     const auto second = on_large.run(3, task);
     for (bool all : first.get().values) CHECK(all);
@@ -95,7 +96,7 @@ TEST_CASE("arena lanes: one lane per NUMA node and core type", "[lanes][tbb]") {
   REQUIRE_FALSE(parts.empty());
   rt::ArenaLanes lanes(parts);
   ata::AtaAutoPolicy policy(lanes.size());
-  rt::BatchScheduler scheduler(lanes, policy);
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   const auto result = scheduler.run(4 * parts.size(), [&](const rt::TaskContext& ctx) {
     return tbb::this_task_arena::max_concurrency() ==
            tbb::info::default_concurrency(parts[ctx.worker()]);
@@ -109,7 +110,7 @@ TEST_CASE("arena lanes: a user arena with a slot reserved for masters still runs
   tbb::task_arena reserved(1, 1);
   rt::ArenaLanes lanes(std::vector<tbb::task_arena*>{&reserved});
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(lanes, policy);
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   CHECK(scheduler.run(3, [](const rt::TaskContext& ctx) { return ctx.task(); }).values ==
         std::vector<std::size_t>{0, 1, 2});
 }

@@ -11,6 +11,7 @@
 
 #include "ata/ata.hpp"
 #include "ata/metrics/prometheus_observer.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -42,7 +43,7 @@ TEST_CASE("the registry counts known batches exactly", "[metrics]") {
   ata::metrics::PrometheusObserver metrics(registry, 2);
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   scheduler.set_observer(&metrics);
   for (int k = 0; k < 3; ++k) {
     scheduler.run(4, [](const rt::TaskContext&) { std::this_thread::sleep_for(200us); });
@@ -90,7 +91,7 @@ TEST_CASE("copies and discarded tasks are counted, per worker too", "[metrics]")
   ata::metrics::PrometheusObserver metrics(registry, 2, {{"strategy", "gta"}});
   rt::WorkerPool pool(2);
   auto policy = ata::make_policy("gta", 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   scheduler.set_observer(&metrics);
   const auto report =
       scheduler.run(8, [](const rt::TaskContext&) { std::this_thread::sleep_for(100us); }).report;

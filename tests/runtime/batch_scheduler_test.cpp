@@ -22,6 +22,7 @@
 #include "ata/ata.hpp"
 #include "support/failing_allocator.hpp"
 #include "support/eventually.hpp"
+#include "support/without_backups.hpp"
 
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
@@ -115,7 +116,7 @@ TEST_CASE("every mode returns B results in task-index order", "[runtime][schedul
   constexpr std::size_t kWorkers = 3;
   rt::WorkerPool pool(rt::PoolOptions(kWorkers).set_idle_spin(spin));
   auto policy = policy_named(name, kWorkers);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   for (std::size_t batch : {1u, 2u, 7u, 64u}) {
     CAPTURE(name, spin.count(), batch);
     auto [values, report] =
@@ -143,7 +144,7 @@ TEST_CASE("allocated and pull modes run each of the B tasks exactly once", "[run
   const std::string name = GENERATE("ata-e", "uta", "pull");
   rt::WorkerPool pool(4);
   auto policy = policy_named(name, 4);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   constexpr std::size_t kBatch = 200;
   std::vector<std::atomic<int>> runs(kBatch);
   const auto result =
@@ -157,7 +158,7 @@ TEST_CASE("allocated mode gives worker i the policy's a_i tasks, in one contiguo
           "[runtime][scheduler]") {
   rt::WorkerPool pool(3);
   ata::OraclePolicy oracle(std::vector<double>{1.0, 2.0, 4.0});
-  rt::BatchScheduler scheduler(pool, oracle);
+  rt::BatchScheduler scheduler(pool, oracle, ata::testing::without_backups());
   const auto [workers, report] =
       scheduler.run(7, [](const rt::TaskContext& ctx) { return ctx.worker(); });
   CHECK(report.allocation == ata::Allocation(std::vector<std::size_t>{4, 2, 1}));
@@ -170,7 +171,8 @@ TEST_CASE("the policy observes exactly the durations of the accepted tasks",
   rt::WorkerPool pool(rt::PoolOptions(2).set_slowdown(
       1, rt::Slowdown::sleep(ata::models::TimeModel::constant(1.0), 1ms)));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  // Without backups: worker 0 would copy worker 1's slow tasks.
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto result = scheduler.run(6, [](const rt::TaskContext&) {});
   const auto& report = result.report;
   for (std::size_t i = 0; i < 2; ++i) {
@@ -191,7 +193,7 @@ TEST_CASE("greedy mode accepts the first B results and stops the surplus tasks",
   constexpr std::size_t kBatch = 10;
   rt::WorkerPool pool(kWorkers);
   ata::DynamicPolicy gta(kWorkers, ata::Dispatch::greedy);
-  rt::BatchScheduler scheduler(pool, gta);
+  rt::BatchScheduler scheduler(pool, gta, ata::testing::without_backups());
 
   // Workers 1..3 each start one task that lasts until its stop is requested; worker 0 waits
   // for them to start, then produces all B results.
@@ -238,7 +240,7 @@ TEST_CASE("a throwing task fails its batch with that exception; the pool stays u
   CAPTURE(name);
   rt::WorkerPool pool(3);
   auto policy = policy_named(name, 3);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   const auto fails_at_5 = [](const rt::TaskContext& ctx) {
     if (ctx.task() == 5) throw std::out_of_range("task 5 failed");
     // Later tasks wait for the failure's stop request, so that task 5 surely ends before B
@@ -263,7 +265,7 @@ TEST_CASE("a throwing task fails its batch with that exception; the pool stays u
 TEST_CASE("void and move-only results", "[runtime][scheduler]") {
   rt::WorkerPool pool(2);
   ata::AtaEmpiricalPolicy policy(2, 1.0);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   std::atomic<std::size_t> sum = 0;
   const rt::BatchResult<void> done =
       scheduler.run(10, [&](const rt::TaskContext& ctx) { sum += ctx.task(); });
@@ -286,7 +288,7 @@ TEST_CASE("bad scheduler arguments are refused", "[runtime][scheduler][errors]")
                        Catch::Matchers::MessageMatches(
                            ContainsSubstring("policy 'uta' has 3 workers but there are 2 lanes")));
   ata::UniformPolicy two(2);
-  rt::BatchScheduler scheduler(pool, two);
+  rt::BatchScheduler scheduler(pool, two, ata::testing::without_backups());
   CHECK_THROWS_MATCHES(scheduler.run(0, [](const rt::TaskContext&) {}), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(ContainsSubstring("got B = 0")));
   CHECK(scheduler.rounds() == 0);
@@ -313,7 +315,7 @@ TEST_CASE("greedy mode: surplus tasks that throw on their stop request do not fa
   constexpr std::size_t kBatch = 10;
   rt::WorkerPool pool(kWorkers);
   ata::DynamicPolicy gta(kWorkers, ata::Dispatch::greedy);
-  rt::BatchScheduler scheduler(pool, gta);
+  rt::BatchScheduler scheduler(pool, gta, ata::testing::without_backups());
 
   // Workers 1..3 each start one task that honours its stop request by throwing; worker 0
   // waits for them to start, then produces all B results.
@@ -348,7 +350,7 @@ TEST_CASE("a pull or greedy batch completes when its tasks have, not when busy w
   OneWorkerPolicy on_worker_1(2, 1);
   rt::BatchScheduler blocker(pool, on_worker_1);
   auto policy = policy_named(name, 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
 
   // Worker 1 is busy with another batch until released, ignoring stop requests.
   std::binary_semaphore release(0);
@@ -410,7 +412,7 @@ TEST_CASE("a policy whose allocation does not give B tasks to the pool's workers
   CAPTURE(message);
   rt::WorkerPool pool(2);
   MiscountingPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   std::atomic<int> calls = 0;
   const auto task = [&](const rt::TaskContext& ctx) {
     calls.fetch_add(1);
@@ -435,7 +437,7 @@ TEST_CASE("a batch above the maximum size is refused before anything is allocate
           "[runtime][scheduler][errors]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto noop = [](const rt::TaskContext&) { return 0; };
   CHECK_THROWS_MATCHES(scheduler.run(rt::BatchScheduler::kMaxBatch + 1, noop), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(ContainsSubstring("at most 4194304 tasks") &&
@@ -453,7 +455,7 @@ TEST_CASE("an exception from the policy's choose() leaves both round counters as
   rt::WorkerPool pool(2);
   FaultyPolicy policy(2);
   policy.failing_round = 2;
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
   CHECK(scheduler.run(4, task).report.round == 1);
   CHECK_THROWS_MATCHES(
@@ -473,7 +475,7 @@ TEST_CASE("an exception from the policy's learn() is reported with the batch's r
   rt::WorkerPool pool(2);
   FaultyPolicy policy(2);
   policy.failing_lesson = 3;
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto task = [](const rt::TaskContext& ctx) { return 10 * ctx.task(); };
   const auto [values, report] = scheduler.run(6, task);
   CHECK(values == std::vector<std::size_t>{0, 10, 20, 30, 40, 50});
@@ -496,10 +498,10 @@ TEST_CASE("an allocation failure anywhere in run() fails it cleanly; no task run
   CAPTURE(name);
   rt::WorkerPool pool(2);
   auto policy = policy_named(name, 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   // One task per worker: once it returns, every worker has passed all the chunks before it.
   ata::UniformPolicy uniform(2);
-  rt::BatchScheduler flush(pool, uniform);
+  rt::BatchScheduler flush(pool, uniform, ata::testing::without_backups());
 
   std::atomic<bool> returned = false;
   std::atomic<int> late_calls = 0;

@@ -15,6 +15,7 @@
 
 #include "ata/ata.hpp"
 #include "ata/sim/simulation.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -26,7 +27,7 @@ TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws"
   constexpr std::uint64_t kSeed = 99;
   rt::WorkerPool pool(rt::PoolOptions(1).set_slowdown(0, slow).set_seed(kSeed));
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   constexpr std::size_t kTasks = 40;
 
   // Replaying the worker's stream gives the delays it slept, task by task. One task per
@@ -71,7 +72,7 @@ TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]")
       .set_slowdown(1, rt::Slowdown::repeat(3));
   rt::WorkerPool pool(options);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   std::vector<std::atomic<int>> runs(10);
   const auto report =
       scheduler.run(10, [&](const rt::TaskContext& ctx) { runs[ctx.task()]++; }).report;
@@ -92,7 +93,7 @@ TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
       scenario.scaled(std::chrono::duration<double>(kUnit).count()).means();
   rt::WorkerPool pool(rt::PoolOptions::from_scenario(scenario, kUnit));
   ata::AtaEmpiricalPolicy learner(3, 1.0);
-  rt::BatchScheduler scheduler(pool, learner);
+  rt::BatchScheduler scheduler(pool, learner, ata::testing::without_backups());
   ata::OraclePolicy oracle(means);
   constexpr std::size_t kBatch = 6;
   const double best = oracle.allocate(kBatch).proxy_loss(means);
@@ -141,7 +142,8 @@ TEST_CASE("a pool built from a scenario draws the simulator's task times", "[run
 
   rt::WorkerPool pool(options);
   ata::UniformPolicy policy(5);
-  rt::BatchScheduler scheduler(pool, policy);
+  // Without backups, as the simulator here: a copy would draw from another worker's stream.
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto report = scheduler.run(5, [](const rt::TaskContext&) {}).report;
 
   double drawn = 0.0;
@@ -156,10 +158,6 @@ TEST_CASE("a pool built from a scenario draws the simulator's task times", "[run
 }
 
 namespace {
-
-// Chunk timing applies where a lane runs a quota without coming back to the scheduler: a
-// batch without backups (the default's backup copies time each task on its own).
-rt::SchedulerOptions untracked() { return rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}); }
 
 // Busy work of `steps` steps, so that task times differ.
 void spin(std::size_t steps) {
@@ -195,7 +193,7 @@ TEST_CASE("workers' summaries teach the policy what every task's time would", "[
     ata::PolicyOptions options;
     options.alpha = 1.0;
     auto policy = ata::make_policy(name, kWorkers, options);
-    rt::BatchScheduler scheduler(pool, *policy);
+    rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
     std::vector<rt::RoundReport> reports;
     for (std::size_t round = 0; round < 20; ++round) {
       reports.push_back(
@@ -221,7 +219,7 @@ TEST_CASE("timing chunks records each task with its chunk's mean", "[runtime]") 
   constexpr std::size_t kWorkers = 2;
   rt::WorkerPool pool(kWorkers);
   ata::UniformPolicy policy(kWorkers);
-  rt::BatchScheduler scheduler(pool, policy, untracked().set_time_chunks(true));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_time_chunks(true));
   const auto report =
       scheduler.run(9, [](const rt::TaskContext& ctx) { spin(1000 * ctx.task()); }).report;
   REQUIRE(report.tasks.size() == 9);
@@ -246,7 +244,7 @@ TEST_CASE("timing chunks runs long chunks in order and stops them on failure or 
           "[runtime]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy, untracked().set_time_chunks(true));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_time_chunks(true));
   // Chunks of 50 tasks, run in runs of several tasks per call: every result in its slot.
   const auto squares =
       scheduler.run(100, [](const rt::TaskContext& ctx) { return ctx.task() * ctx.task(); });
@@ -283,7 +281,7 @@ TEST_CASE("without task records the results, report totals and learning stay", "
   rt::WorkerPool pool(kWorkers);
   ata::UniformPolicy policy(kWorkers);
   rt::BatchScheduler scheduler(
-      pool, policy, untracked().set_task_records(false).set_time_chunks(chunks));
+      pool, policy, ata::testing::without_backups().set_task_records(false).set_time_chunks(chunks));
   const auto result = scheduler.run(40, [](const rt::TaskContext& ctx) {
     spin(500 * (ctx.task() % 5));
     return ctx.task() + 1;
@@ -320,7 +318,7 @@ TEST_CASE("timing chunks for a policy that needs every sample: each task with it
   constexpr std::size_t kWorkers = 2;
   rt::WorkerPool pool(kWorkers);
   ata::AtaAutoPolicy policy(kWorkers);
-  rt::BatchScheduler scheduler(pool, policy, untracked().set_time_chunks(true));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_time_chunks(true));
   const auto [values, report] = scheduler.run(8, [](const rt::TaskContext& ctx) {
     volatile std::size_t spin = 0;
     for (std::size_t k = 0; k < 200 * (ctx.task() + 1); ++k) spin = spin + k;

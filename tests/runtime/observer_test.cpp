@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -101,7 +102,7 @@ TEST_CASE("pull and greedy batches record every task's start", "[runtime][observ
   const std::string name = GENERATE(std::string("pull"), std::string("gta"));
   rt::WorkerPool pool(2);
   auto policy = ata::make_policy(name, 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   EventLog log;
   scheduler.set_observer(&log);
   const auto result =
@@ -128,7 +129,7 @@ TEST_CASE("a failed batch ends as failed, with no report and nothing learned",
 TEST_CASE("a batch past its deadline ends as timed_out", "[runtime][observer]") {
   rt::WorkerPool pool(1);
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   EventLog log;
   scheduler.set_observer(&log);
   CHECK_THROWS_AS(scheduler.run(
@@ -144,7 +145,7 @@ TEST_CASE("a batch past its deadline ends as timed_out", "[runtime][observer]") 
 TEST_CASE("without an observer, or once it is unset, nothing is told", "[runtime][observer]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   EventLog log;
   CHECK(scheduler.observer() == nullptr);
   scheduler.set_observer(&log);
@@ -160,7 +161,7 @@ TEST_CASE("chunk timing lays a chunk's tasks back to back at the chunk's mean",
   ata::UniformPolicy policy(2);
   // Without backups: a tracked batch times each copy, so its chunks are single tasks.
   rt::BatchScheduler scheduler(
-      pool, policy, rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}).set_time_chunks(true));
+      pool, policy, ata::testing::without_backups().set_time_chunks(true));
   const auto report =
       scheduler.run(6, [](const rt::TaskContext&) { std::this_thread::sleep_for(100us); }).report;
   REQUIRE(report.tasks.size() == 6);

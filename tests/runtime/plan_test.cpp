@@ -17,6 +17,7 @@
 #include "ata/ata.hpp"
 #include "support/exactly_once.hpp"
 #include "support/nap.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -50,7 +51,7 @@ TEST_CASE("a plan's own hedging runs on threads, overriding the scheduler's back
     ata::FixedPlanPolicy policy(
         "hedged", even_quotas(kWorkers, kEach)
                       .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)));
-    rt::BatchScheduler scheduler(pool, policy);  // SchedulerOptions: backups off
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     for (int warm_up = 0; warm_up < 2; ++warm_up) scheduler.run(kBatch, task);
     spike = true;
     auto [values, report] = scheduler.run(kBatch, task);
@@ -97,7 +98,7 @@ TEST_CASE("a plan's own retries run on threads, overriding the scheduler's",
 
   SECTION("retries in the plan, none in the scheduler: failed attempts run again") {
     ata::FixedPlanPolicy policy("retried", even_quotas(kWorkers, kBatch / kWorkers).set_retries(1));
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     auto [values, report] = scheduler.run(kBatch, flaky);
     check_exactly_once(values, report, kBatch);
     CHECK(report.retries == kBatch / 3);
@@ -107,7 +108,7 @@ TEST_CASE("a plan's own retries run on threads, overriding the scheduler's",
   SECTION("no retries in the plan, some in the scheduler: the first exception fails the batch") {
     ata::FixedPlanPolicy policy("unretried",
                                 even_quotas(kWorkers, kBatch / kWorkers).set_retries(0));
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(2));
     CHECK_THROWS_WITH(scheduler.run(kBatch, flaky), "flaky");
   }
 }
@@ -120,7 +121,7 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
   const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
   const auto refused = [&](ata::Plan plan) {
     ata::FixedPlanPolicy policy("fixed", std::move(plan));
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     try {
       scheduler.run(kBatch, task);
     } catch (const ata::Error& e) {
@@ -146,7 +147,7 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
                          ata::Plan::race(kWorkers, ata::RaceKind::fungible)
                              .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on))}) {
     ata::FixedPlanPolicy policy("fixed", plan);
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     auto [values, report] = scheduler.run(kBatch, task);
     CHECK(values.size() == kBatch);
   }
@@ -170,7 +171,7 @@ TEST_CASE("a race's retries run on threads: indexed, mixed and fungible",
                            ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_retries(1)}) {
       for (auto& a : attempts) a = 0;
       ata::FixedPlanPolicy policy("retried", plan);
-      rt::BatchScheduler scheduler(pool, policy);
+      rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
       auto [values, report] = scheduler.run(kBatch, flaky);
       check_exactly_once(values, report, kBatch);
       CHECK(report.retries == 1);
@@ -179,7 +180,7 @@ TEST_CASE("a race's retries run on threads: indexed, mixed and fungible",
   }
   SECTION("the scheduler's retries fill an indexed race that sets none") {
     ata::FixedPlanPolicy policy("race", ata::Plan::race(kWorkers, ata::RaceKind::indexed));
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(1));
     auto [values, report] = scheduler.run(kBatch, flaky);
     check_exactly_once(values, report, kBatch);
     CHECK(report.retries == 1);
@@ -197,18 +198,18 @@ TEST_CASE("a race's retries run on threads: indexed, mixed and fungible",
     ata::FixedPlanPolicy policy("race",
                                 ata::Plan::race(kWorkers, one_racer, ata::RaceKind::fungible));
     SECTION("retries 1: up to B failures pass") {
-      rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+      rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(1));
       auto [values, report] = scheduler.run(kBatch, failing_first);
       CHECK(values.size() == kBatch);
       CHECK(report.retries == static_cast<std::size_t>(kFailing));
       CHECK(report.allocation.total() == kBatch);
     }
     SECTION("retries 0: the first failure fails the batch") {
-      rt::BatchScheduler scheduler(pool, policy);
+      rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
       CHECK_THROWS_WITH(scheduler.run(kBatch, failing_first), "failing");
     }
     SECTION("a task that always fails fails the batch at the (retries x B + 1)-th failure") {
-      rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+      rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(2));
       CHECK_THROWS_WITH(scheduler.run(kBatch,
                                       [&](const rt::TaskContext&) -> std::size_t {
                                         ++failures;
@@ -233,7 +234,7 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
     ata::FixedPlanPolicy policy("restarted",
                                 even_quotas(kWorkers, kEach).set_restart_after(0, 0.005));
     // No backup copy: the restart alone must bring the result.
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
       if (attempts[ctx.task()]++ == 0 && ctx.worker() == 0) nap(ctx, 20s);  // until stopped
       return ctx.task();
@@ -260,7 +261,8 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
     ata::FixedPlanPolicy policy(
         "restarted",
         even_quotas(kWorkers, kEach).set_restart_after(0, 0.002).set_restart_after(1, 0.002));
-    rt::BatchScheduler scheduler(pool, policy);
+    // No backup copy: the restarts alone.
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     std::atomic<bool> late_running{false};
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
       if (ctx.task() % kEach == 0 && attempts[ctx.task()]++ == 0) {
@@ -285,7 +287,7 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
         "both", even_quotas(kWorkers, kEach)
                     .set_restart_after(0, 0.005)
                     .set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     for (int round = 0; round < 3; ++round) {
       for (auto& a : attempts) a = 0;
       auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
@@ -316,7 +318,7 @@ TEST_CASE("an indexed race's hedging runs on threads: free racers back up an ove
 
   SECTION("the plan's hedging, with the scheduler's backups off") {
     ata::FixedPlanPolicy policy("hedged pull", hedged_race());
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     for (int warm_up = 0; warm_up < 2; ++warm_up) {
       auto [values, report] = scheduler.run(kBatch, task);
       check_exactly_once(values, report, kBatch);
@@ -371,7 +373,8 @@ TEST_CASE("an indexed race's restart budgets run on threads", "[runtime][plan][r
   ata::FixedPlanPolicy policy("restarted pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed)
                                                     .set_restart_after(0, 0.005)
                                                     .set_restart_after(1, 0.005));
-  rt::BatchScheduler scheduler(pool, policy);
+  // No backup copy: the restarts alone must bring the results.
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   // Every first attempt waits for its stop; every second returns at once.
   auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
     if (attempts[ctx.task()]++ == 0) nap(ctx, 20s);
@@ -403,7 +406,7 @@ TEST_CASE("quotas and an indexed race in one batch run on threads, hedged or not
 
   SECTION("without hedging: the quota where planned, the pool to the racers") {
     ata::FixedPlanPolicy policy("mixed", mixed());
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     for (int round = 0; round < 3; ++round) {
       auto [values, report] = scheduler.run(kBatch, [](const rt::TaskContext& ctx) {
         nap(ctx, 1ms);
@@ -423,7 +426,7 @@ TEST_CASE("quotas and an indexed race in one batch run on threads, hedged or not
   SECTION("with hedging: free racers help the quota worker's spiking task") {
     ata::FixedPlanPolicy policy(
         "hedged mixed", mixed().set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::on)));
-    rt::BatchScheduler scheduler(pool, policy);
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     std::atomic<bool> spike{false};
     const auto task = [&](const rt::TaskContext& ctx) {
       nap(ctx, ctx.task() == 0 && spike.exchange(false) ? 5s : 2ms);

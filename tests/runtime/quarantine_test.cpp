@@ -16,6 +16,7 @@
 
 #include "ata/ata.hpp"
 #include "runtime/quarantine.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -160,7 +161,7 @@ TEST_CASE("a stuck lane gets no share, whatever the policy and the backups",
   }
   SECTION("ATA-E in its first rounds, retries only") {
     ata::AtaEmpiricalPolicy policy(StuckLane::kWorkers, 1.0);
-    check(policy, rt::SchedulerOptions{}.set_retries(1));
+    check(policy, ata::testing::without_backups().set_retries(1));
   }
 }
 
@@ -170,7 +171,7 @@ TEST_CASE("a retry goes to an idle lane, not to the stuck one",
   // Lane 0 has no share (a load-aware policy that knows every lane), nor has one of the
   // other two: the first lane without a share is the stuck one.
   ata::OraclePolicy policy({1.0, 1.0, 1.0});
-  rt::BatchScheduler scheduler(stuck.pool(), policy, rt::SchedulerOptions{}.set_retries(1));
+  rt::BatchScheduler scheduler(stuck.pool(), policy, ata::testing::without_backups().set_retries(1));
   std::atomic<int> attempts{0};
   std::atomic<std::size_t> failed_on{0};
   auto [values, report] = scheduler.run(1, [&](const rt::TaskContext& ctx) {

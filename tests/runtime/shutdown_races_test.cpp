@@ -21,6 +21,7 @@
 #include "lanes/lane_kinds.hpp"
 #include "support/eventually.hpp"
 #include "support/gate.hpp"
+#include "support/without_backups.hpp"
 
 namespace {
 
@@ -164,7 +165,7 @@ TEST_CASE("a retry summoned to a lane busy with another scheduler's task ends wi
   rt::WorkerPool pool(rt::PoolOptions(2));
   ata::UniformPolicy other_policy(2);
   // Without backups: lane 0 would otherwise give the held task's result, and it would end.
-  rt::BatchScheduler other(pool, other_policy, rt::SchedulerOptions{}.set_backups(ata::BackupOptions{}));
+  rt::BatchScheduler other(pool, other_policy, ata::testing::without_backups());
   ata::testing::Gate gate;
   std::atomic<bool> holding{false};
   auto held = std::async(std::launch::async, [&] {
@@ -180,7 +181,7 @@ TEST_CASE("a retry summoned to a lane busy with another scheduler's task ends wi
   // Allocation [1, 0]: the task runs on lane 0, throws, and its retry is summoned to lane 1,
   // queued behind the held task.
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(1));
   std::atomic<int> attempts{0};
   auto run = std::async(std::launch::async, [&] {
     return outcome_of([&] {
@@ -210,7 +211,7 @@ TEST_CASE("a retry summoned to a posted lane whose launcher throws fails the bat
   });
   rt::PostedLanes lanes(std::move(launchers));
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(lanes, policy, rt::SchedulerOptions{}.set_retries(1));
+  rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups().set_retries(1));
   std::atomic<int> attempts{0};
   auto run = std::async(std::launch::async, [&] {
     return outcome_of([&] {
@@ -254,7 +255,7 @@ TEST_CASE("late binding: a task does not wait behind a lane held by another sche
           "[runtime][late]") {
   rt::WorkerPool pool(rt::PoolOptions(2));
   ata::UniformPolicy other_policy(2);
-  rt::BatchScheduler other(pool, other_policy);
+  rt::BatchScheduler other(pool, other_policy, ata::testing::without_backups());
   ata::testing::Gate gate;
   std::atomic<bool> holding{false};
   auto held = std::async(std::launch::async, [&] {

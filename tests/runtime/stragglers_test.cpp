@@ -20,6 +20,7 @@
 #include "ata/runtime/posted_lanes.hpp"
 #include "support/exactly_once.hpp"
 #include "support/nap.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -336,7 +337,7 @@ TEST_CASE("a throwing task is retried on another worker, up to the limit",
   ata::UniformPolicy policy(kWorkers);
 
   SECTION("tasks failing once succeed on their retry") {
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(2));
     std::vector<std::atomic<int>> attempts(kBatch);
     std::vector<std::atomic<std::size_t>> failed_on(kBatch);
     std::vector<std::atomic<std::size_t>> succeeded_on(kBatch);
@@ -363,7 +364,7 @@ TEST_CASE("a throwing task is retried on another worker, up to the limit",
   }
 
   SECTION("a task failing every attempt fails the batch with its last exception") {
-    rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(2));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(2));
     std::atomic<int> attempts{0};
     std::mutex mutex;
     std::set<std::size_t> workers;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ata/ata.hpp"
+#include "support/without_backups.hpp"
 
 namespace rt = ata::runtime;
 using namespace std::chrono_literals;
@@ -69,7 +70,7 @@ struct InjectedFault : std::runtime_error {
 // and with the default backup copies; several share one policy.
 struct Epoch {
   explicit Epoch(std::uint64_t seed) : pool(options(seed)) {
-    const auto without = rt::SchedulerOptions{}.set_backups(ata::BackupOptions{});
+    const auto without = ata::testing::without_backups();
     for (ata::Policy* policy :
          std::initializer_list<ata::Policy*>{&ata_e, &uta, &gta, &pull, &ata_e}) {
       schedulers.emplace_back(pool, *policy, without);

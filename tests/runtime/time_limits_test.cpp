@@ -19,6 +19,7 @@
 
 #include "ata/ata.hpp"
 #include "support/nap.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -70,7 +71,7 @@ TEST_CASE("stuck_after +inf means never: no lane is ever reported stuck",
 TEST_CASE("a deadline of nanoseconds::max() is no deadline at all", "[runtime][errors]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   rt::BatchOptions options;
   options.deadline = std::chrono::nanoseconds::max();
   // Tasks that take a while: a deadline that passed at once would cancel them.
@@ -87,7 +88,7 @@ TEST_CASE("a deadline of nanoseconds::max() is no deadline at all", "[runtime][e
 TEST_CASE("a negative deadline is refused, naming it", "[runtime][errors]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   rt::BatchOptions options;
   options.deadline = -5ms;
   std::atomic<int> ran{0};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
@@ -60,7 +61,7 @@ TEST_CASE("the trace keeps the first and last batches, each task once, on its wo
   const std::string name = GENERATE(std::string("uta"), std::string("pull"), std::string("gta"));
   rt::WorkerPool pool(2);
   auto policy = ata::make_policy(name, 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   rt::TraceRecorder recorder(2, 3);
   scheduler.set_observer(&recorder);
   std::map<std::size_t, rt::RoundReport> reports;
@@ -98,7 +99,7 @@ TEST_CASE("the trace keeps the first and last batches, each task once, on its wo
 TEST_CASE("a fungible race's surplus copy is marked discarded", "[runtime][observer][trace]") {
   rt::WorkerPool pool(2);
   auto policy = ata::make_policy("gta", 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   rt::TraceRecorder recorder(1, 0);
   scheduler.set_observer(&recorder);
   // B = 1: task 0 ends only once task 1 has started, and task 1 runs until it is stopped, so
@@ -134,7 +135,7 @@ TEST_CASE("tracked copies are placed, the failed attempt marked discarded",
           "[runtime][observer][trace]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy, rt::SchedulerOptions{}.set_retries(1));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups().set_retries(1));
   rt::TraceRecorder recorder(4, 0);
   scheduler.set_observer(&recorder);
   std::atomic<bool> failed{false};

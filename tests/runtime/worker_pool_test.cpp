@@ -18,6 +18,7 @@
 #ifdef __linux__
 #include <sched.h>
 #include "support/eventually.hpp"
+#include "support/without_backups.hpp"
 #endif
 
 using Catch::Matchers::ContainsSubstring;
@@ -36,7 +37,7 @@ TEST_CASE("each worker keeps its index and the pool its options", "[runtime][poo
   CHECK(pool.queued_chunks() == 0);
   CHECK_FALSE(pool.is_shut_down());
   ata::UniformPolicy policy(3);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   // The same worker index is always the same thread.
   std::vector<std::thread::id> first(3);
   for (int round = 0; round < 5; ++round) {
@@ -66,7 +67,7 @@ TEST_CASE("pinned workers run on their CPU", "[runtime][pool]") {
   rt::WorkerPool pool(options);
   CHECK(pool.options().cpu(2) == cpus.front());
   ata::UniformPolicy policy(3);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto [where, report] =
       scheduler.run(30, [](const rt::TaskContext&) { return sched_getcpu(); });
   for (const auto& record : report.tasks) {
@@ -87,7 +88,7 @@ TEST_CASE("shutdown fails a pending batch, waits for a task that ignores stop, r
           "[runtime][pool][errors]") {
   rt::WorkerPool pool(1);
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   std::binary_semaphore release(0);
   std::latch started(1);
 
@@ -134,7 +135,7 @@ TEST_CASE("a worker can neither shut its pool down nor wait for a batch on it",
           "[runtime][pool][errors]") {
   rt::WorkerPool pool(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   const auto [messages, report] = scheduler.run(2, [&](const rt::TaskContext& ctx) {
     try {
       if (ctx.task() == 0) {
@@ -156,7 +157,7 @@ TEST_CASE("shutdown allocates nothing: with every allocation failing it fails ea
           "[runtime][pool][errors]") {
   rt::WorkerPool pool(1);
   ata::UniformPolicy policy(1);
-  rt::BatchScheduler scheduler(pool, policy);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   std::binary_semaphore release(0);
   std::latch started(1);
   auto running = std::async(std::launch::async, [&] {
@@ -203,7 +204,7 @@ TEST_CASE("shutdown stops the running batches: tasks and delays honouring stop e
   options.set_slowdown(1, rt::Slowdown::sleep(ata::models::TimeModel::constant(10.0), 1s));
   rt::WorkerPool pool(options);
   auto policy = ata::make_policy(name, 2);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::BatchScheduler scheduler(pool, *policy, ata::testing::without_backups());
   std::atomic<int> started = 0;
   std::atomic<int> stopped = 0;
   auto running = std::async(std::launch::async, [&] {
@@ -227,7 +228,7 @@ TEST_CASE("shutdown stops the running batches: tasks and delays honouring stop e
 TEST_CASE("a task may destroy its own pool", "[runtime][pool][errors]") {
   auto pool = std::make_unique<rt::WorkerPool>(2);
   ata::UniformPolicy policy(2);
-  rt::BatchScheduler scheduler(*pool, policy);
+  rt::BatchScheduler scheduler(*pool, policy, ata::testing::without_backups());
   // The destructor stops the batch, joins the other worker and leaves this one to exit
   // when the task returns.
   CHECK_THROWS_MATCHES(scheduler.run(1, [&](const rt::TaskContext&) { pool.reset(); }),

@@ -1,0 +1,38 @@
+#pragma once
+// A store-load barrier split unevenly between two sides: the frequent side (a lane claiming
+// the result of a task it ran) pays a compiler barrier, the rare side (a lane starting a
+// backup copy of that task) a membarrier(2) system call that makes every thread of the
+// process pass a full barrier. Either side then sees the other's store, as with a fence on
+// both. Where the kernel lacks membarrier, both sides use seq_cst read-modify-writes instead.
+
+#include <atomic>
+#include <cstdint>
+
+namespace ata::runtime::detail {
+
+class AsymmetricFence {
+ public:
+  // Registers the process for expedited membarriers, once; thread-safe.
+  static const AsymmetricFence& instance();
+
+  // The frequent side: `flag` set, then `other` read; whether `other` was set.
+  [[nodiscard]] bool light_store_load(std::atomic<std::uint8_t>& flag,
+                                      const std::atomic<std::uint8_t>& other) const noexcept {
+    if (membarrier_) {
+      flag.store(1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      return other.load(std::memory_order_relaxed) != 0;
+    }
+    (void)flag.exchange(1, std::memory_order_seq_cst);
+    return other.load(std::memory_order_seq_cst) != 0;
+  }
+  // The rare side: `flag` set, then `other` read; whether `other` was set.
+  [[nodiscard]] bool heavy_store_load(std::atomic<std::uint8_t>& flag,
+                                      const std::atomic<std::uint8_t>& other) const noexcept;
+
+ private:
+  AsymmetricFence();
+  bool membarrier_ = false;
+};
+
+}  // namespace ata::runtime::detail
