@@ -147,8 +147,8 @@ class SchedulerOptions {
 /// Costs a lock per task.
 ///
 /// Batches the queue cannot run bind on arrival instead, as SchedulerOptions{} with these
-/// max_in_flight and task_records would: a plan that races (pull, GTA) runs as planned, and
-/// so does a plan with backups, retries or restart budgets of its own. There are no backups,
+/// max_in_flight and task_records and no backups would: a plan that races (pull, GTA) runs
+/// as planned, and so does a plan with backups, retries or restart budgets of its own. There are no backups,
 /// retries, chunk timing or load awareness to set: the queue runs none of them (load
 /// awareness is what it does by nature), so the type has no setter for them.
 ///
@@ -171,9 +171,10 @@ class LateBindingOptions {
   [[nodiscard]] std::size_t max_in_flight() const noexcept { return options_.max_in_flight(); }
   [[nodiscard]] bool task_records() const noexcept { return options_.task_records(); }
   /// The options of the batches that bind on arrival: these settings, the rest as
-  /// SchedulerOptions{} but not load-aware (the queue is; plans are made without backlogs).
+  /// SchedulerOptions{} but without backups (late binding runs none but a plan's own) and not
+  /// load-aware (the queue is; plans are made without backlogs).
   [[nodiscard]] SchedulerOptions on_arrival() const noexcept {
-    return SchedulerOptions(options_).set_load_aware(false);
+    return SchedulerOptions(options_).set_backups(BackupOptions{}).set_load_aware(false);
   }
 
  private:
