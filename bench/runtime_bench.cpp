@@ -73,13 +73,15 @@ class PreallocatedRecorder final : public ata::runtime::Observer {
   std::size_t next_mean_ = 0;
 };
 
-// ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits.
+// ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits,
+// or, with `caller_lane`, is the last of the kThreads workers (PoolOptions::set_caller_lane()),
+// as the caller of tbb::task_group is one of its threads.
 // `backups`: nullopt keeps the scheduler's default (SchedulerOptions{}).
 void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
             std::optional<ata::BackupMode> backups = ata::BackupMode::off,
-            bool task_records = true, bool observed = false) {
+            bool task_records = true, bool observed = false, bool caller_lane = false) {
   const std::size_t batch = batch_of(state);
-  ata::runtime::WorkerPool pool(kThreads);
+  ata::runtime::WorkerPool pool(ata::runtime::PoolOptions(kThreads).set_caller_lane(caller_lane));
   auto policy = ata::make_policy(name, kThreads);
   auto options =
       ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks).set_task_records(task_records);
@@ -170,6 +172,13 @@ void Batches(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
 // The scheduler's default hedging (backup copies): what allocated_uta costs as users get it.
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta_hedged, std::string("uta"), false, std::nullopt)
+    ->Apply(Batches);
+// The caller as the second worker (one pool thread), without and with the default hedging.
+BENCHMARK_CAPTURE(BM_Ata, caller_uta, std::string("uta"), false, ata::BackupMode::off, true,
+                  false, true)
+    ->Apply(Batches);
+BENCHMARK_CAPTURE(BM_Ata, caller_uta_hedged, std::string("uta"), false, std::nullopt, true,
+                  false, true)
     ->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e, std::string("ata-e"), false)->Apply(Batches);
 // With an observer keeping every span in a preallocated buffer (Observer; docs/timelines.md).

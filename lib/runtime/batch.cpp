@@ -80,19 +80,26 @@ Batch::~Batch() = default;
 
 void Batch::submit(LaneSet& lanes) {
   lanes_ = &lanes;
+  // The caller lane, the highest index, is never queued on (nor given a backlog: its caller
+  // runs its chunk at once, inline).
+  const auto queued = std::span(targets_).first(targets_.size() - (has_caller_role() ? 1 : 0));
   // Counted before the chunks are queued, so that a worker never settles more than was added.
   if (has_shares()) {
-    for (std::size_t i : targets_) lanes.add_backlog(i, allocation_[i]);
+    for (std::size_t i : queued) lanes.add_backlog(i, allocation_[i]);
   }
   try {
     // Each queue entry holds a reference, so the batch outlives its last queued chunk.
-    lanes.submit(shared_from_this(), targets_);
+    lanes.submit(shared_from_this(), queued);
   } catch (...) {
     if (has_shares()) {
-      for (std::size_t i : targets_) lanes.settle_backlog(i, allocation_[i]);
+      for (std::size_t i : queued) lanes.settle_backlog(i, allocation_[i]);
     }
     throw;
   }
+}
+
+bool Batch::has_caller_role() const noexcept {
+  return lanes_ != nullptr && !targets_.empty() && targets_.back() == lanes_->caller_lane();
 }
 
 void Batch::settle_share(Lane& worker) noexcept {

@@ -103,7 +103,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
   // running. Throws ShutdownError, queuing nothing, when the pool is shut down.
+  // The caller lane's chunk (LaneSet::caller_lane()), if the plan gives it a role, is not
+  // queued: the batch's caller must run it, on a CallerLane, once submit() has returned.
   void submit(LaneSet& lanes);
+  // Whether the caller lane has a role in this batch (after submit()).
+  [[nodiscard]] bool has_caller_role() const noexcept;
 
   // Requests stop of the batch from any thread, at any time, any number of times. Unless its
   // outcome is already final (or its B results are all in), the batch completes as cancelled:

@@ -82,6 +82,26 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
 
 // Whether a quota plan asks for what only a batch bound on arrival runs: backups, retries or
 // restart budgets of its own. Under late binding such a batch binds on arrival.
+// An asynchronous batch's caller does not wait, so the caller lane (index `caller`) gets no
+// part of it: its quota goes to the other lanes as a stuck lane's would, and a race runs
+// without it (over every other lane if it raced alone).
+void leave_out_caller(std::size_t caller, Plan& plan) {
+  if (plan.workers() == 1) {
+    throw Error(
+        "async_run() on a pool whose only worker is the caller lane: an asynchronous batch's "
+        "caller does not wait, so nothing would run it; use run(), or a pool with threads");
+  }
+  if (plan.is_racer(caller)) {
+    plan.set_idle(caller);
+    if (plan.racers().empty()) {
+      for (std::size_t i = 0; i < caller; ++i) plan.set_racer(i);
+    }
+  } else if (plan.quotas()[caller] > 0) {
+    const std::size_t stuck[] = {caller};
+    quotas_off_stuck(stuck, plan);
+  }
+}
+
 bool needs_binding_on_arrival(const Plan& plan) {
   const bool backed_up = plan.backups() && plan.backups()->enabled();
   const bool retried = plan.retries() && *plan.retries() > 0;
@@ -111,6 +131,7 @@ void BatchOperation::start_blocking() {
         "BatchScheduler::run() called from a task of its own pool would wait for "
         "itself; run batches from other threads");
   }
+  blocking_ = true;
   scheduler_.engine_->admission.enter();
   {
     std::lock_guard lock(mutex_);
@@ -220,6 +241,7 @@ void BatchOperation::submit_now() {
       if (pacer == nullptr && plan.dispatch() == Dispatch::allocated) {
         quotas_off_stuck(core.stuck(std::chrono::steady_clock::now()), plan);
       }
+      if (!blocking_ && core.caller_lane() < workers) leave_out_caller(core.caller_lane(), plan);
       if (pacer != nullptr) {
         // The pacer hands the tasks out one by one, by the learned means.
         plan = Plan::race(workers, RaceKind::indexed);
@@ -293,6 +315,7 @@ void BatchOperation::submit_now() {
     pacer->submit(job);
   } else {
     job->submit(core);
+    if (job->has_caller_role()) caller_share_ = job;
   }
   // Published only now: a cancel() during submission found Stage::admitted and left its
   // request in requested_; the batch may even have completed already.
@@ -449,10 +472,25 @@ void BatchOperation::notify_end(BatchOutcome outcome, const RoundReport* report)
   if (observer_ != nullptr) observer_->on_batch_end(BatchEnd{round_, batch_, outcome, report});
 }
 
+void BatchOperation::run_caller_share() noexcept {
+  const std::shared_ptr<Batch> share = std::move(caller_share_);
+  if (!share) return;
+  LaneSet& core = core_of(scheduler_.lanes_);
+  std::optional<CallerLane> caller;
+  try {
+    caller.emplace(core);
+  } catch (...) {
+    share->abandon(core.caller_lane(), std::current_exception());  // fails the batch
+    return;
+  }
+  share->run(caller->lane());
+}
+
 void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {
   // Read before the batch starts: one of its tasks may destroy the pool.
   const auto spin = idle_spin();
   start_blocking();
+  run_caller_share();
   const auto done = [&] { return done_.load(std::memory_order_acquire); };
   if (!spin_until(done, spin)) {
     std::unique_lock lock(mutex_);

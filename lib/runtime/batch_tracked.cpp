@@ -366,6 +366,19 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
     t.pool_next += chunk_length(lane, batch_ - t.pool_next);
     return {Source::pool, first, t.pool_next};
   }
+  // 2c. The caller lane: the unstarted tasks of a lane that has not reached the batch (asleep,
+  // or busy with an earlier batch), a chunk from the back, whatever the backups. Its caller is
+  // on a core now, where that lane may wake a scheduler slice late.
+  if (lane == lanes_->caller_lane()) {
+    for (std::size_t j = 0; j < t.lane.size(); ++j) {
+      Tracked::LaneState& from = t.lane[j];
+      if (from.entered || from.front == from.back) continue;
+      const std::size_t length = chunk_length(lane, from.back - from.front);
+      from.back -= length;
+      t.takeovers += length;
+      return {Source::take_over, from.back, from.back + length};
+    }
+  }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled()) return {};
   describe(lane);
@@ -431,9 +444,11 @@ void Batch::describe(std::size_t helper) noexcept {
                     : state.failing ? t.rule.options().max_copies
                                     : state.copies + state.in_chunks;
     }
-    view.available = helper == kNoLane
-                         ? lane.helps && lane.entered && !lane.inside && !lane.summoned
-                         : j == helper;
+    // The caller lane cannot be summoned: it is no thread, but the batch's caller, until it
+    // leaves the batch.
+    view.available = helper == kNoLane ? lane.helps && lane.entered && !lane.inside &&
+                                             !lane.summoned && j != lanes_->caller_lane()
+                                       : j == helper;
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
   }
   for (const std::size_t task : t.view_task) {
@@ -599,7 +614,8 @@ std::size_t Batch::retry_lane(std::size_t failed) const noexcept {
   std::size_t fallback = kNoLane;
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
-    if (j == failed || (!lane.entered && (allocation_[j] != 0 || lane.races)) || lane.summoned) {
+    if (j == failed || (!lane.entered && (allocation_[j] != 0 || lane.races)) || lane.summoned ||
+        j == lanes_->caller_lane()) {
       continue;
     }
     if (!stuck(j)) return j;

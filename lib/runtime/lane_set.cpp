@@ -30,6 +30,9 @@ OwnThreadMark::~OwnThreadMark() {
   current_lane_of_set = previous_lane_;
 }
 
+CallerLane::CallerLane(const LaneSet& set)
+    : lane_(set.caller_lane(), Slowdown(), set.options().seed()), mark_(&set, &lane_) {}
+
 const Lane* OwnThreadMark::current_lane(const LaneSet* set) noexcept {
   return current_set == set ? current_lane_of_set : nullptr;
 }

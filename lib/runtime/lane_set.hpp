@@ -142,6 +142,12 @@ class LaneSet {
   // The lanes stuck in a task at `now` (Lane::stuck_for() > 0), in index order.
   [[nodiscard]] std::vector<std::size_t> stuck(Lane::Clock::time_point now) const;
   [[nodiscard]] Lane& lane(std::size_t index) noexcept { return *lanes_[index]; }
+  // The caller lane's index (PoolOptions::set_caller_lane()), or size() when there is none.
+  // Its Lane here is never queued on nor marked: each batch's caller runs that worker's work
+  // on a Lane of its own (CallerLane).
+  [[nodiscard]] std::size_t caller_lane() const noexcept {
+    return options_.caller_lane() ? lanes_.size() - 1 : lanes_.size();
+  }
   // Whether the calling thread is running a chunk of this set (or is one of its threads): a
   // batch started there could wait for itself.
   [[nodiscard]] bool is_own_thread() const noexcept;
@@ -240,6 +246,22 @@ class TightTimerSlack {
 
  private:
   long previous_ = -1;  // the slack to restore, or -1 if unchanged
+};
+
+// The caller lane as one batch's caller runs it: a Lane of its own (so that concurrent callers
+// share no stuck mark, backlog or random stream), marked as a lane of `set` while alive, so
+// that a task on it that starts a batch of the same pool is refused as from any lane.
+class CallerLane {
+ public:
+  explicit CallerLane(const LaneSet& set);
+  CallerLane(const CallerLane&) = delete;
+  CallerLane& operator=(const CallerLane&) = delete;
+
+  [[nodiscard]] Lane& lane() noexcept { return lane_; }
+
+ private:
+  Lane lane_;
+  OwnThreadMark mark_;
 };
 
 }  // namespace ata::runtime::detail

@@ -49,13 +49,23 @@ ThreadLanes::ThreadLanes(const PoolOptions& options) : LaneSet(options, "worker 
   for (std::size_t i = 0; i < options_.workers(); ++i) {
     if (const auto cpu = options_.cpu(i)) require_usable_cpu(*cpu, i);
   }
+  const std::size_t threads = options_.workers() - (options_.caller_lane() ? 1 : 0);
+  if (options_.caller_lane()) {
+    const std::size_t caller = threads;
+    if (options_.slowdown(caller).kind() != Slowdown::Kind::none || options_.cpu(caller)) {
+      throw InvalidArgument("worker " + std::to_string(caller) +
+                            " is the caller lane, which runs on each batch's caller: it takes "
+                            "no slowdown and no CPU pinning");
+    }
+  }
   lanes_.reserve(options_.workers());
-  threads_.reserve(options_.workers());
+  threads_.reserve(threads);
   for (std::size_t i = 0; i < options_.workers(); ++i) {
     lanes_.push_back(std::make_shared<Lane>(i, options_.slowdown(i), options_.seed()));
   }
   try {
-    for (auto& lane : lanes_) {
+    for (std::size_t i = 0; i < threads; ++i) {
+      const std::shared_ptr<Lane>& lane = lanes_[i];
       // The thread shares its lane, which thus outlives the pool if a task destroys it.
       threads_.emplace_back(
           [this, lane, spin = options_.idle_spin()] { serve(this, *lane, spin); });

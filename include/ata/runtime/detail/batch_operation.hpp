@@ -92,6 +92,10 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   /// How long a waiter polls before sleeping: the pool's idle spin.
   [[nodiscard]] std::chrono::nanoseconds idle_spin() const;
 
+  /// Blocking front end, after start_blocking(): runs the caller lane's part of the batch
+  /// (PoolOptions::set_caller_lane()) on the calling thread, if the plan gives it one.
+  void run_caller_share() noexcept;
+
   /// After on_finished(): the status; on success the report and slot order are filled and
   /// the policy has observed the durations (a failure to observe is report.learning_error);
   /// on failure `error` holds the exception.
@@ -125,6 +129,10 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   std::optional<BatchStatus> requested_;   // guarded by mutex_: an early end asked for
   std::shared_ptr<Batch> running_;         // guarded by mutex_: submitted, not complete
   std::optional<std::uint64_t> deadline_;  // guarded by mutex_
+  // The blocking front end's caller waits, so it may run the caller lane's part
+  // (caller_share_, set by submit_now() on the same thread); an asynchronous one's does not.
+  bool blocking_ = false;
+  std::shared_ptr<Batch> caller_share_;
 
   // Written once before on_finished(), read after it.
   BatchStatus status_ = BatchStatus::failed;

@@ -1,0 +1,224 @@
+// The caller lane (PoolOptions::set_caller_lane()): a pool's last worker is each batch's
+// caller, which runs that worker's part of its batch inline, and, with backups, takes over the
+// tasks of lanes that have not started theirs.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ata/ata.hpp"
+#include "ata/runtime/posted_lanes.hpp"
+#include "support/exactly_once.hpp"
+#include "support/without_backups.hpp"
+
+using namespace std::chrono_literals;
+namespace rt = ata::runtime;
+using ata::testing::check_exactly_once;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+rt::PoolOptions with_caller(std::size_t workers) {
+  return rt::PoolOptions(workers).set_caller_lane(true);
+}
+
+// A gate that tasks wait at until the test opens it.
+class Gate {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    opened_.wait(lock, [&] { return open_; });
+  }
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("the caller lane's tasks run on the batch's caller, whatever the plan",
+          "[runtime][caller]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kBatch = 24;
+  const auto [name, backups] = GENERATE(table<const char*, bool>({
+      {"uta", false},  // quotas
+      {"uta", true},   // quotas, tracked (backups)
+      {"pull", false},  // an indexed race
+      {"pull", true},   // an indexed race, tracked
+      {"gta", false},   // a fungible race
+  }));
+  CAPTURE(name, backups);
+  rt::WorkerPool pool(with_caller(kWorkers));
+  auto policy = ata::make_policy(name, kWorkers);
+  rt::BatchScheduler scheduler(pool, *policy,
+                               backups ? rt::SchedulerOptions{} : ata::testing::without_backups());
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<std::size_t> caller_lane_tasks = 0;
+  std::atomic<std::size_t> misplaced = 0;
+  const auto task = [&](const rt::TaskContext& ctx) {
+    const bool on_caller = std::this_thread::get_id() == caller;
+    if (on_caller != (ctx.worker() == kWorkers - 1)) misplaced.fetch_add(1);
+    if (on_caller) caller_lane_tasks.fetch_add(1);
+    std::this_thread::sleep_for(200us);
+    return ctx.task();
+  };
+  for (int round = 0; round < 5; ++round) {
+    auto [values, report] = scheduler.run(kBatch, task);
+    if (std::string_view(name) == "gta") {
+      REQUIRE(values.size() == kBatch);
+    } else {
+      check_exactly_once(values, report, kBatch);
+    }
+  }
+  CHECK(misplaced.load() == 0);
+  // The caller raced or had quotas in every round: it ran some of them.
+  CHECK(caller_lane_tasks.load() > 0);
+  // It is learned like any other worker.
+  CHECK(policy->stats(kWorkers - 1).count() > 0);
+}
+
+TEST_CASE("a pool of only the caller lane runs every task on the caller", "[runtime][caller]") {
+  rt::WorkerPool pool(with_caller(1));
+  auto policy = ata::make_policy("ata-e", 1);
+  rt::BatchScheduler scheduler(pool, *policy);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<std::size_t> elsewhere = 0;
+  auto [values, report] = scheduler.run(10, [&](const rt::TaskContext& ctx) {
+    if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+    return ctx.task();
+  });
+  check_exactly_once(values, report, 10);
+  CHECK(elsewhere.load() == 0);
+}
+
+TEST_CASE("with backups, the caller takes over the share of a lane busy elsewhere",
+          "[runtime][caller][stragglers]") {
+  // Worker 0 is a thread, worker 1 the caller lane. Another scheduler's batch holds worker 0
+  // at a gate; this batch's share for worker 0 is taken over by the caller, and the batch ends
+  // with the gate still closed.
+  rt::WorkerPool pool(with_caller(2));
+  Gate gate;
+  std::atomic<bool> holding = false;
+  ata::FixedPlanPolicy hold_policy(
+      "hold", ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{1, 0})));
+  rt::BatchScheduler holder(pool, hold_policy, ata::testing::without_backups());
+  std::thread held([&] {
+    holder.run(1, [&](const rt::TaskContext&) {
+      holding = true;
+      gate.wait();
+    });
+  });
+  while (!holding.load()) std::this_thread::sleep_for(1ms);
+
+  ata::FixedPlanPolicy even(
+      "even", ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{4, 4})));
+  rt::BatchScheduler scheduler(pool, even);  // the default backups: take-overs
+  auto [values, report] = scheduler.run(8, [](const rt::TaskContext& ctx) {
+    std::this_thread::sleep_for(100us);
+    return ctx.task();
+  });
+  check_exactly_once(values, report, 8);
+  for (const rt::TaskRecord& record : report.tasks) CHECK(record.worker == 1);
+  CHECK(report.takeovers == 4);
+  gate.open();
+  held.join();
+}
+
+TEST_CASE("concurrent callers each run their own batch's caller-lane part",
+          "[runtime][caller][stress]") {
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kCallers = 6;
+  constexpr int kRounds = 150;
+  rt::WorkerPool pool(with_caller(kWorkers));
+  auto policy = ata::make_policy("ata-auto", kWorkers);
+  rt::BatchScheduler scheduler(pool, *policy);
+  std::atomic<std::size_t> misplaced = 0;
+  std::atomic<std::size_t> wrong_results = 0;
+  std::vector<std::thread> callers;
+  for (std::size_t c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      const std::thread::id me = std::this_thread::get_id();
+      for (int round = 0; round < kRounds; ++round) {
+        const std::size_t batch = 1 + (c + static_cast<std::size_t>(round)) % 16;
+        auto [values, report] = scheduler.run(batch, [&](const rt::TaskContext& ctx) {
+          // The caller lane's tasks run on this batch's caller, and only there.
+          if ((ctx.worker() == kWorkers - 1) != (std::this_thread::get_id() == me)) {
+            misplaced.fetch_add(1);
+          }
+          return ctx.task() * 2 + 1;
+        });
+        for (std::size_t t = 0; t < batch; ++t) {
+          if (values[t] != t * 2 + 1) wrong_results.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& caller : callers) caller.join();
+  CHECK(misplaced.load() == 0);
+  CHECK(wrong_results.load() == 0);
+  CHECK(scheduler.rounds() == kCallers * kRounds);
+}
+
+TEST_CASE("a task on the caller lane may not start a batch of its own pool",
+          "[runtime][caller]") {
+  rt::WorkerPool pool(with_caller(1));
+  auto policy = ata::make_policy("uta", 1);
+  rt::BatchScheduler scheduler(pool, *policy);
+  CHECK_THROWS_WITH(scheduler.run(1,
+                                  [&](const rt::TaskContext&) {
+                                    scheduler.run(1, [](const rt::TaskContext&) {});
+                                  }),
+                    ContainsSubstring("would wait for itself"));
+  // The pool is still usable.
+  auto [values, report] = scheduler.run(3, [](const rt::TaskContext& ctx) { return ctx.task(); });
+  check_exactly_once(values, report, 3);
+}
+
+TEST_CASE("the caller lane is refused where it cannot be one", "[runtime][caller]") {
+  SECTION("with a slowdown") {
+    auto options = with_caller(2);
+    options.set_slowdown(1, rt::Slowdown::repeat(2));
+    CHECK_THROWS_AS(rt::WorkerPool(options), ata::InvalidArgument);
+    CHECK_THROWS_WITH(rt::WorkerPool(options), ContainsSubstring("caller lane"));
+  }
+  SECTION("pinned to a CPU") {
+    auto options = with_caller(2);
+    options.set_cpu(1, 0);
+    CHECK_THROWS_AS(rt::WorkerPool(options), ata::InvalidArgument);
+  }
+  SECTION("a slowdown on the other lanes is fine") {
+    auto options = with_caller(2);
+    options.set_slowdown(0, rt::Slowdown::repeat(2));
+    CHECK_NOTHROW(rt::WorkerPool(options));
+  }
+  SECTION("executor lanes") {
+    std::vector<rt::PostedLanes::Launcher> launchers(
+        2, [](std::function<void()> work) { std::thread(std::move(work)).detach(); });
+    CHECK_THROWS_WITH(rt::PostedLanes(launchers, with_caller(2)),
+                      ContainsSubstring("caller lane needs a WorkerPool"));
+  }
+  SECTION("late binding") {
+    rt::WorkerPool pool(with_caller(2));
+    auto policy = ata::make_policy("ata-e", 2);
+    CHECK_THROWS_WITH(rt::BatchScheduler(pool, *policy, rt::LateBindingOptions{}),
+                      ContainsSubstring("caller lane"));
+  }
+}
