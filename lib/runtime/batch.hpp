@@ -238,6 +238,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // At completion, once every index has its result: each lane's summary of its accepted
   // copies (Timing::summaries), from the sums it kept as it claimed them.
   void summarise_tracked() noexcept;
+  // Whether lane `lane` may be summoned to help: it has a role, reached the batch, and is out
+  // of it now, not summoned already.
+  [[nodiscard]] bool can_summon(std::size_t lane) const noexcept;
   // The rule's view of the batch now; `helper`: the one lane available, or all idle ones.
   void describe(std::size_t helper) noexcept;
   // Lane `lane`'s learned mean: the policy's when allocated, with this batch's finished

@@ -444,11 +444,7 @@ void Batch::describe(std::size_t helper) noexcept {
                     : state.failing ? t.rule.options().max_copies
                                     : state.copies + state.in_chunks;
     }
-    // The caller lane cannot be summoned: it is no thread, but the batch's caller, until it
-    // leaves the batch.
-    view.available = helper == kNoLane ? lane.helps && lane.entered && !lane.inside &&
-                                             !lane.summoned && j != lanes_->caller_lane()
-                                       : j == helper;
+    view.available = helper == kNoLane ? can_summon(j) : j == helper;
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
   }
   for (const std::size_t task : t.view_task) {
@@ -465,16 +461,28 @@ double Batch::mean_of(std::size_t lane) const noexcept {
   return sum / static_cast<double>(count);
 }
 
+bool Batch::can_summon(std::size_t lane) const noexcept {
+  // The caller lane cannot be: it is no thread, but the batch's caller, until it leaves.
+  const Tracked::LaneState& state = tracked_->lane[lane];
+  return state.helps && state.entered && !state.inside && !state.summoned &&
+         lane != lanes_->caller_lane();
+}
+
 void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
-  const bool hedging = t.rule.options().enabled();
+  // A backup copy needs a lane to summon: while none is free, the timer is not armed for one
+  // (a lane arms it as it leaves the batch).
+  bool helper = false;
+  if (t.rule.options().enabled()) {
+    for (std::size_t j = 0; j < t.lane.size() && !helper; ++j) helper = can_summon(j);
+  }
   // A decided batch wants no more copies; its lanes may be gone (a task that destroyed them).
   if (t.released || stop_.stop_requested() || t.recovery.timer == nullptr ||
-      (!hedging && t.recovery.restart_after.empty())) {
+      (!helper && t.recovery.restart_after.empty())) {
     return;
   }
   double wait = time_to_next_restart();
-  if (hedging) {
+  if (helper) {
     describe(kNoLane);
     wait = std::min(wait, t.rule.time_to_next_overdue(t.view));
   }
@@ -482,8 +490,6 @@ void Batch::arm_timer() noexcept {
   // unstarted tasks over: wake one then too (a little after, so that it finds it stalled).
   // Its copy may have lost to another already (the view shows it as not running: not worth
   // a backup) and still block the lane, ignoring its stop request.
-  const bool helper = hedging && std::any_of(t.view.begin(), t.view.end(),
-                                             [](const BackupWorker& w) { return w.available; });
   if (helper && t.rule.options().take_overs()) {
     constexpr double kMargin = 1e-4;
     const TaskClock::Ticks now = clock_.now();
