@@ -259,7 +259,11 @@ void BatchOperation::submit_now() {
           backups.min_overdue = std::chrono::duration<double>(options.kDefaultMinOverdue).count();
         }
         const std::size_t retries = plan.retries().value_or(options.retries());
-        const bool tracked = dispatch == Dispatch::mixed ||
+        // Quotas on a pool with a caller lane are tracked too, whatever their backups, so that
+        // the caller may take over the shares of lanes that have not reached the batch.
+        const bool caller_takes_over =
+            blocking_ && dispatch == Dispatch::allocated && core.caller_lane() < workers;
+        const bool tracked = dispatch == Dispatch::mixed || caller_takes_over ||
                              (dispatch != Dispatch::greedy &&
                               (backups.enabled() || retries > 0 || plan.has_restarts()));
         if (tracked || (dispatch == Dispatch::greedy && retries > 0)) {

@@ -109,7 +109,7 @@ TEST_CASE("a pool of only the caller lane runs every task on the caller", "[runt
   CHECK(elsewhere.load() == 0);
 }
 
-TEST_CASE("with backups, the caller takes over the share of a lane busy elsewhere",
+TEST_CASE("the caller takes over the share of a lane busy elsewhere",
           "[runtime][caller][stragglers]") {
   // Worker 0 is a thread, worker 1 the caller lane. Another scheduler's batch holds worker 0
   // at a gate; this batch's share for worker 0 is taken over by the caller, and the batch ends
@@ -130,7 +130,11 @@ TEST_CASE("with backups, the caller takes over the share of a lane busy elsewher
 
   ata::FixedPlanPolicy even(
       "even", ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{4, 4})));
-  rt::BatchScheduler scheduler(pool, even);  // the default backups: take-overs
+  // Whatever the backups: the caller takes over from a lane that has not reached the batch.
+  const bool backups = GENERATE(true, false);
+  CAPTURE(backups);
+  rt::BatchScheduler scheduler(pool, even,
+                               backups ? rt::SchedulerOptions{} : ata::testing::without_backups());
   auto [values, report] = scheduler.run(8, [](const rt::TaskContext& ctx) {
     std::this_thread::sleep_for(100us);
     return ctx.task();
