@@ -113,6 +113,15 @@ struct OwnThreads {
   }
 };
 
+// A WorkerPool whose last worker is the caller lane (PoolOptions::set_caller_lane()): one
+// thread fewer, the batch's caller running that worker's part.
+struct OwnThreadsAndCaller {
+  static constexpr std::string_view name = "WorkerPool with a caller lane";
+  std::unique_ptr<ata::runtime::Lanes> make(ata::runtime::PoolOptions options) {
+    return std::make_unique<ata::runtime::WorkerPool>(options.set_caller_lane(true));
+  }
+};
+
 // PostedLanes whose lanes all post to one ThreadQueue of kMaxLanes threads.
 struct PostedOnThreadQueue {
   static constexpr std::string_view name = "PostedLanes on a ThreadQueue";

@@ -103,10 +103,14 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
+/// With a caller lane (PoolOptions::set_caller_lane()), run() runs that worker's part on the
+/// calling thread before it waits, and the caller then takes over unstarted tasks of lanes
+/// that have not reached the batch (quotas are tracked on such a pool, whatever the backups).
+///
 /// Cost: B is at most kMaxBatch. A tracked batch (quotas or an indexed race with backups,
-/// retries or restarts; quotas with an indexed race) also takes its
-/// mutex twice per task (about 0.2 us per task on 2 cores, more with contention) and keeps
-/// about 32 bytes more per task (and a record per discarded copy). A batch keeps about 40 bytes per
+/// retries or restarts; quotas with an indexed race; quotas on a pool with a caller lane)
+/// takes its mutex once per chunk of a lane's tasks (a chunk holds about 20 us of them) and
+/// keeps about 32 bytes more per task (and a record per discarded copy). A batch keeps about 40 bytes per
 /// task that ran (its TaskRecord; 32 more in pull and greedy modes for its log entry, 16 more in
 /// greedy mode) plus, per result, an std::optional slot and the returned value, and a few cache
 /// lines per worker.
