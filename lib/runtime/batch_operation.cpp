@@ -102,6 +102,18 @@ void leave_out_caller(std::size_t caller, Plan& plan) {
   }
 }
 
+// A batch of quotas that the caller is expected to run within PoolOptions::kCallerAloneWork
+// runs on the caller alone: waking a lane for it would cost more than the batch.
+void run_small_on_caller(const WorkerStats& caller_stats, std::size_t batch, std::size_t caller,
+                         Plan& plan) {
+  constexpr double kAlone =
+      std::chrono::duration<double>(PoolOptions::kCallerAloneWork).count();
+  if (caller_stats.count() == 0 || !(static_cast<double>(batch) * caller_stats.mean() <= kAlone)) {
+    return;
+  }
+  for (std::size_t i = 0; i < plan.workers(); ++i) plan.set_quota(i, i == caller ? batch : 0);
+}
+
 bool needs_binding_on_arrival(const Plan& plan) {
   const bool backed_up = plan.backups() && plan.backups()->enabled();
   const bool retried = plan.retries() && *plan.retries() > 0;
@@ -241,7 +253,13 @@ void BatchOperation::submit_now() {
       if (pacer == nullptr && plan.dispatch() == Dispatch::allocated) {
         quotas_off_stuck(core.stuck(std::chrono::steady_clock::now()), plan);
       }
-      if (!blocking_ && core.caller_lane() < workers) leave_out_caller(core.caller_lane(), plan);
+      if (core.caller_lane() < workers) {
+        if (!blocking_) {
+          leave_out_caller(core.caller_lane(), plan);
+        } else if (plan.dispatch() == Dispatch::allocated) {
+          run_small_on_caller(policy.stats(core.caller_lane()), batch_, core.caller_lane(), plan);
+        }
+      }
       if (pacer != nullptr) {
         // The pacer hands the tasks out one by one, by the learned means.
         plan = Plan::race(workers, RaceKind::indexed);

@@ -5,6 +5,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -225,4 +226,38 @@ TEST_CASE("the caller lane is refused where it cannot be one", "[runtime][caller
     CHECK_THROWS_WITH(rt::BatchScheduler(pool, *policy, rt::LateBindingOptions{}),
                       ContainsSubstring("caller lane"));
   }
+}
+
+TEST_CASE("a batch the caller would end within kCallerAloneWork runs on the caller alone",
+          "[runtime][caller]") {
+  constexpr std::size_t kWorkers = 3;
+  rt::WorkerPool pool(with_caller(kWorkers));
+  auto policy = ata::make_policy("uta", kWorkers);
+  rt::BatchScheduler scheduler(pool, *policy);
+  const auto empty = [](const rt::TaskContext& ctx) { return ctx.task(); };
+  // The first batch teaches the caller lane's mean: its quotas are UTA's.
+  auto first = scheduler.run(6, empty);
+  check_exactly_once(first.values, first.report, 6);
+  CHECK(first.report.allocation[0] == 2);
+  REQUIRE(policy->stats(kWorkers - 1).count() > 0);
+  const double mean = policy->stats(kWorkers - 1).mean();
+  const double alone =
+      std::chrono::duration<double>(rt::PoolOptions::kCallerAloneWork).count();
+  // Small enough by that mean (empty tasks take nanoseconds).
+  const auto batch = static_cast<std::size_t>(std::min(64.0, alone / mean));
+  REQUIRE(batch >= 2);
+  auto [values, report] = scheduler.run(batch, empty);
+  check_exactly_once(values, report, batch);
+  CHECK(report.allocation[kWorkers - 1] == batch);
+  for (const rt::TaskRecord& record : report.tasks) CHECK(record.worker == kWorkers - 1);
+
+  // Tasks of a millisecond: B = 6 is 300 times too much for the caller alone.
+  const auto slow = [](const rt::TaskContext& ctx) {
+    std::this_thread::sleep_for(1ms);
+    return ctx.task();
+  };
+  scheduler.run(6, slow);  // learns the new mean
+  auto spread = scheduler.run(6, slow);
+  check_exactly_once(spread.values, spread.report, 6);
+  CHECK(spread.report.allocation[kWorkers - 1] < 6);
 }

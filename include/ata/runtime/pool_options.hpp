@@ -72,8 +72,13 @@ class PoolOptions {
   /// caller has no identity the pool could give it): the pool's constructor throws
   /// ata::InvalidArgument for those, as do executor lanes given this option. async_run()
   /// batches leave the caller lane out (their caller does not wait), and late binding refuses
-  /// a pool with one. Off by default.
+  /// a pool with one. A batch of quotas whose B tasks the caller is expected to run within
+  /// kCallerAloneWork, by its learned mean, runs on the caller alone: waking a thread for it
+  /// would cost more than the whole batch. Off by default.
   PoolOptions& set_caller_lane(bool on) noexcept;
+  /// See set_caller_lane(): about what a sleeping thread takes to wake, and what a lane claims
+  /// as one chunk of a tracked batch.
+  static constexpr std::chrono::nanoseconds kCallerAloneWork = std::chrono::microseconds(20);
 
   [[nodiscard]] std::size_t workers() const noexcept { return slowdowns_.size(); }
   /// Throws ata::InvalidArgument when out of range.
