@@ -40,6 +40,8 @@ enum class Timing : std::uint8_t {
 
 // An allocated batch or an indexed race with backups, retries or restart budgets
 // ("tracked"): what it needs beyond the plain mode.
+class CallerWaiter;
+
 struct Recovery {
   BackupOptions backups;            // the rule's settings; enabled = false: retries only
   std::size_t retries = 0;          // attempts after the first, per task
@@ -53,6 +55,9 @@ struct Recovery {
   // Set when the caller handed the task over: it owns the task body, and the batch completes
   // as soon as every index has a result, late copies finishing on their own.
   std::shared_ptr<void> owner;
+  // A blocking caller waiting for the batch, which the batch may summon to run the caller
+  // lane's part again; nullptr: none (no caller lane, or an asynchronous batch).
+  CallerWaiter* caller = nullptr;
 };
 
 // A stopped copy's running time, for Policy::observe_censored().

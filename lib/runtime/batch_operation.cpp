@@ -303,6 +303,7 @@ void BatchOperation::submit_now() {
           }
           recovery->timer = &scheduler_.engine_->deadlines;
           recovery->owner = owner_;
+          if (core.caller_lane() < workers) recovery->caller = caller_waiter();
         }
       }
     } catch (const std::bad_alloc&) {
@@ -495,29 +496,47 @@ void BatchOperation::notify_end(BatchOutcome outcome, const RoundReport* report)
 }
 
 void BatchOperation::run_caller_share() noexcept {
-  const std::shared_ptr<Batch> share = std::move(caller_share_);
-  if (!share) return;
-  LaneSet& core = core_of(scheduler_.lanes_);
-  std::optional<CallerLane> caller;
-  try {
-    caller.emplace(core);
-  } catch (...) {
-    share->abandon(core.caller_lane(), std::current_exception());  // fails the batch
-    return;
+  if (!caller_lane_) {
+    LaneSet& core = core_of(scheduler_.lanes_);
+    try {
+      caller_lane_ = std::make_unique<CallerLane>(core);
+    } catch (...) {
+      caller_share_->abandon(core.caller_lane(), std::current_exception());  // fails the batch
+      return;
+    }
   }
-  share->run(caller->lane());
+  caller_share_->run(caller_lane_->lane());
+}
+
+void BatchOperation::drop_caller_share() noexcept {
+  caller_lane_.reset();
+  caller_share_.reset();
 }
 
 void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {
   // Read before the batch starts: one of its tasks may destroy the pool.
   const auto spin = idle_spin();
   start_blocking();
-  run_caller_share();
+  if (has_caller_share()) {
+    // Its part, then again each time the batch summons it (a backup copy to run), until done.
+    const auto woken = [&] {
+      return done_.load(std::memory_order_acquire) || summoned_.load(std::memory_order_acquire);
+    };
+    while (!done_.load(std::memory_order_acquire)) {
+      summoned_.store(false, std::memory_order_relaxed);
+      run_caller_share();
+      if (!spin_until(woken, spin)) {
+        std::unique_lock lock(mutex_);
+        finished_.wait(lock, woken);
+      }
+    }
+  }
   const auto done = [&] { return done_.load(std::memory_order_acquire); };
   if (!spin_until(done, spin)) {
     std::unique_lock lock(mutex_);
     finished_.wait(lock, done);
   }
+  drop_caller_share();
   std::exception_ptr error;
   switch (finish(report, slot_order, error)) {
     case BatchStatus::succeeded:
@@ -534,6 +553,12 @@ void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_
       "a batch of B = " + std::to_string(batch_size()) + " missed its deadline of " +
       ata::detail::to_text(std::chrono::duration<double, std::milli>(options().deadline).count()) +
       " ms");
+}
+
+void BlockingOperation::summon_caller() noexcept {
+  std::lock_guard lock(mutex_);
+  summoned_.store(true, std::memory_order_release);
+  finished_.notify_all();
 }
 
 void BlockingOperation::on_finished() noexcept {

@@ -30,6 +30,8 @@
 #include <utility>
 
 #include "runtime/batch.hpp"
+
+#include "ata/runtime/detail/batch_operation.hpp"
 #include "runtime/durations.hpp"
 
 namespace ata::runtime::detail {
@@ -462,10 +464,10 @@ double Batch::mean_of(std::size_t lane) const noexcept {
 }
 
 bool Batch::can_summon(std::size_t lane) const noexcept {
-  // The caller lane cannot be: it is no thread, but the batch's caller, until it leaves.
+  // The caller lane only while its blocking caller waits for the batch (not in async_run()).
   const Tracked::LaneState& state = tracked_->lane[lane];
   return state.helps && state.entered && !state.inside && !state.summoned &&
-         lane != lanes_->caller_lane();
+         (lane != lanes_->caller_lane() || tracked_->recovery.caller != nullptr);
 }
 
 void Batch::arm_timer() noexcept {
@@ -535,6 +537,11 @@ void Batch::on_timer() noexcept {
   }
   t.lane[action.worker].summoned = true;
   arm_timer();  // for the restart budgets and the other idle lanes
+  if (action.worker == lanes_->caller_lane()) {
+    // Under the lock: the caller waits, alive, until the batch is complete.
+    t.recovery.caller->summon_caller();
+    return;
+  }
   lock.unlock();
   summon(action.worker);
 }

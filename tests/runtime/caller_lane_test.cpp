@@ -19,6 +19,7 @@
 #include "ata/ata.hpp"
 #include "ata/runtime/posted_lanes.hpp"
 #include "support/exactly_once.hpp"
+#include "support/nap.hpp"
 #include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
@@ -260,4 +261,35 @@ TEST_CASE("a batch the caller would end within kCallerAloneWork runs on the call
   auto spread = scheduler.run(6, slow);
   check_exactly_once(spread.values, spread.report, 6);
   CHECK(spread.report.allocation[kWorkers - 1] < 6);
+}
+
+TEST_CASE("a waiting caller is summoned to run a backup copy", "[runtime][caller][stragglers]") {
+  // Worker 0 is the pool's one thread, worker 1 the caller lane. Worker 0's task hangs (until
+  // stopped) once the spike is armed; the caller, done with its own task, waits, and is
+  // summoned to copy it.
+  rt::WorkerPool pool(with_caller(2));
+  ata::FixedPlanPolicy even(
+      "even", ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{2, 2})));
+  rt::BatchScheduler scheduler(pool, even);  // the default backups: copies
+  std::atomic<bool> spike = false;
+  const auto task = [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 0 && ctx.task() == 0 && spike.exchange(false)) {
+      ata::testing::nap(ctx, 20s);  // ends early on its stop request
+    } else {
+      ata::testing::nap(ctx, 2ms);
+    }
+    return ctx.task();
+  };
+  for (int warm_up = 0; warm_up < 3; ++warm_up) scheduler.run(4, task);
+  spike = true;
+  const auto started = std::chrono::steady_clock::now();
+  auto [values, report] = scheduler.run(4, task);
+  const auto took = std::chrono::steady_clock::now() - started;
+  check_exactly_once(values, report, 4);
+  CHECK(report.backup_copies == 1);
+  // Task 0's result came from the caller's copy, and the hung copy was stopped for it.
+  for (const rt::TaskRecord& record : report.tasks) {
+    if (record.task == 0 && record.accepted) CHECK(record.worker == 1);
+  }
+  CHECK(took < 20s);
 }

@@ -27,7 +27,21 @@ class BatchScheduler;
 namespace ata::runtime::detail {
 
 class Batch;
+class CallerLane;
 class OperationBatch;
+
+/// A blocking caller that waits for its batch and runs the caller lane's part of it
+/// (PoolOptions::set_caller_lane()): the batch summons it, as it would queue a lane again,
+/// to run a backup copy.
+class CallerWaiter {
+ public:
+  /// Wakes the waiting caller to run its part of the batch again. Called under the batch's
+  /// lock, while the batch is not yet complete; must not block or throw.
+  virtual void summon_caller() noexcept = 0;
+
+ protected:
+  ~CallerWaiter() = default;
+};
 
 /// How a batch ended.
 enum class BatchStatus : std::uint8_t {
@@ -92,9 +106,15 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   /// How long a waiter polls before sleeping: the pool's idle spin.
   [[nodiscard]] std::chrono::nanoseconds idle_spin() const;
 
-  /// Blocking front end, after start_blocking(): runs the caller lane's part of the batch
-  /// (PoolOptions::set_caller_lane()) on the calling thread, if the plan gives it one.
+  /// Blocking front end: the caller that waits for this batch, to be summoned; nullptr for an
+  /// asynchronous one. Read by submit_now().
+  virtual CallerWaiter* caller_waiter() noexcept { return nullptr; }
+  /// Blocking front end, after start_blocking(): whether the plan gives the caller lane
+  /// (PoolOptions::set_caller_lane()) a part of the batch; run_caller_share() runs it on the
+  /// calling thread (again when summoned), drop_caller_share() lets it go once finished.
+  [[nodiscard]] bool has_caller_share() const noexcept { return caller_share_ != nullptr; }
   void run_caller_share() noexcept;
+  void drop_caller_share() noexcept;
 
   /// After on_finished(): the status; on success the report and slot order are filled and
   /// the policy has observed the durations (a failure to observe is report.learning_error);
@@ -133,6 +153,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   // (caller_share_, set by submit_now() on the same thread); an asynchronous one's does not.
   bool blocking_ = false;
   std::shared_ptr<Batch> caller_share_;
+  std::unique_ptr<CallerLane> caller_lane_;  // made when first run
 
   // Written once before on_finished(), read after it.
   BatchStatus status_ = BatchStatus::failed;
@@ -144,7 +165,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
 };
 
 /// The front end of BatchScheduler::run(): the caller's thread waits.
-class BlockingOperation final : public BatchOperation {
+class BlockingOperation final : public BatchOperation, public CallerWaiter {
  public:
   BlockingOperation(BatchScheduler& scheduler, std::size_t batch, TaskBody& body,
                     const BatchOptions& options, std::shared_ptr<void> owner = nullptr)
@@ -156,10 +177,13 @@ class BlockingOperation final : public BatchOperation {
 
  private:
   void on_finished() noexcept override;
+  CallerWaiter* caller_waiter() noexcept override { return this; }
+  void summon_caller() noexcept override;
 
-  // The waiter polls done_, then sleeps on finished_; on_finished() notifies under mutex_,
-  // so the wake-up cannot slip between check and sleep.
+  // The waiter polls done_ (and summoned_), then sleeps on finished_; on_finished() and
+  // summon_caller() notify under mutex_, so the wake-up cannot slip between check and sleep.
   std::atomic<bool> done_{false};
+  std::atomic<bool> summoned_{false};
   std::mutex mutex_;
   std::condition_variable finished_;
 };
