@@ -393,9 +393,18 @@ void print_stream_table(const Options& o, const ata::sim::ExperimentConfig& conf
 // Refuses a run that would take hours, and warns about one that takes a while.
 void check_work(const Options& o, const ata::models::Scenario& scenario) {
   const double draws = ata::apps::estimated_draws(o, scenario.workers());
-  const std::string what = "about " + ata::apps::general(draws, 2) + " task-time draws (--batch " +
-                           std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) +
-                           " x " + std::to_string(o.strategies.size()) + " strategies)";
+  const auto streams = static_cast<std::size_t>(std::count_if(
+      o.strategies.begin(), o.strategies.end(),
+      [](const std::string& s) { return ata::sim::stream_selection(s).has_value(); }));
+  std::string what = "about " + ata::apps::general(draws, 2) + " task-time draws (--batch " +
+                     std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) + " x " +
+                     std::to_string(o.strategies.size() - streams) + " strategies";
+  if (streams > 0) {
+    const std::size_t gradients = o.stream_gradients > 0 ? o.stream_gradients : o.batch * o.rounds;
+    what += ", and up to " + ata::apps::general(static_cast<double>(gradients), 3) +
+            " gradients x " + std::to_string(streams) + " streams";
+  }
+  what += ")";
   if (draws > ata::apps::kMaxSimDraws) {
     throw ata::InvalidArgument(what + " is more than the limit of " +
                                ata::apps::general(ata::apps::kMaxSimDraws, 2) +
