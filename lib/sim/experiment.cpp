@@ -73,6 +73,7 @@ StrategyRun run_stream(const ExperimentConfig& config, std::string_view strategy
   options.stops = config.stream_stops;
   options.selection = selection;
   options.seed = config.seed;
+  options.gradients_per_round = config.batch;
   RingmasterStream stream(config.scenario, options, *consumer);
 
   const std::size_t cap = config.stream_max_gradients > 0 ? config.stream_max_gradients

@@ -35,6 +35,9 @@ RingmasterStream::RingmasterStream(const models::Scenario& scenario, const Strea
   if (options.threshold == 0) {
     throw InvalidArgument("Ringmaster's delay threshold R must be >= 1, got 0");
   }
+  if (options.gradients_per_round == 0) {
+    throw InvalidArgument("a stream's gradients per round (for scenario changes) must be >= 1, got 0");
+  }
   const std::size_t n = scenario.workers();
   rngs_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) rngs_.emplace_back(options.seed, i);
@@ -47,9 +50,10 @@ RingmasterStream::RingmasterStream(const models::Scenario& scenario, const Strea
       learned_.emplace(n, options.threshold, options.learning);
       break;
     case StreamSelection::oracle:
-      reselect_oracle();
       break;
   }
+  apply_changes();  // those of round 1
+  if (options.selection == StreamSelection::oracle) reselect_oracle();
   keep_busy();
 }
 
@@ -75,7 +79,8 @@ void RingmasterStream::reselect_oracle() {
 void RingmasterStream::apply_changes() {
   const auto changes = scenario_.changes();
   bool changed = false;
-  while (next_change_ < changes.size() && changes[next_change_].round <= version_) {
+  while (next_change_ < changes.size() &&
+         (changes[next_change_].round - 1) * options_.gradients_per_round <= version_) {
     const models::WorkerChange& c = changes[next_change_++];
     models_[c.worker] = c.model;
     changed = true;

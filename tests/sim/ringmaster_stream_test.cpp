@@ -187,6 +187,9 @@ TEST_CASE("the stream matches a brute force written like the authors' code", "[s
 TEST_CASE("the stream refuses a threshold of 0", "[sim][ringmaster][errors]") {
   Log log;
   CHECK_THROWS_WITH(RingmasterStream(two_workers(), options(0, true), log), ContainsSubstring("threshold R"));
+  auto zero_rounds = options(2, true);
+  zero_rounds.gradients_per_round = 0;
+  CHECK_THROWS_WITH(RingmasterStream(two_workers(), zero_rounds, log), ContainsSubstring("per round"));
   ata::sim::ExperimentConfig config;
   config.scenario = two_workers();
   CHECK_THROWS_WITH(ata::sim::run_strategy(config, "ringmaster"), ContainsSubstring("threshold R"));
@@ -217,8 +220,9 @@ std::vector<std::size_t> chosen(const ata::RingmasterSelection& selection) {
 
 TEST_CASE("the oracle keeps the fastest by the bound busy, and follows a change",
           "[sim][ringmaster]") {
-  // At version 50 worker 0 becomes 100 times slower: t(3) = 7 / 3 < 100, so it leaves.
-  const Scenario s("change", fast_and_slow(4), {{50, 0, TimeModel::exponential(100.0)}});
+  // From version 50 (round 51, one gradient a round) worker 0 is 100 times slower:
+  // t(3) = 7 / 3 < 100, so it leaves.
+  const Scenario s("change", fast_and_slow(4), {{51, 0, TimeModel::exponential(100.0)}});
   Log log;
   auto o = options(4, true);
   o.selection = ata::sim::StreamSelection::oracle;
@@ -255,14 +259,16 @@ TEST_CASE("the learned selection converges to the oracle's set", "[sim][ringmast
 }
 
 TEST_CASE("the learned selection finds a worker that sped up while idle", "[sim][ringmaster]") {
-  // Worker 4 (mean 40) becomes as fast as the others at version 500; only a probe can tell.
-  const Scenario s("speed-up", fast_and_slow(4), {{500, 4, TimeModel::exponential(1.0)}});
+  // Worker 4 (mean 40) becomes as fast as the others at version 500 (round 26 of 20 gradients);
+  // only a probe can tell.
+  const Scenario s("speed-up", fast_and_slow(4), {{26, 4, TimeModel::exponential(1.0)}});
   for (const double budget : {0.0, 0.02}) {
     CAPTURE(budget);
     Log log;
     auto o = options(4, true);
     o.selection = ata::sim::StreamSelection::learned;
     o.learning.exploration_budget = budget;
+    o.gradients_per_round = 20;
     RingmasterStream stream(s, o, log);
     while (stream.version() < 20000) (void)stream.advance();
     const auto set = chosen(*stream.learned());

@@ -36,6 +36,10 @@ struct StreamOptions {
   bool stops = true;
   StreamSelection selection = StreamSelection::all;
   std::uint64_t seed = 1;  ///< worker i draws its times from Rng(seed, i), as in Simulation
+  /// A scenario change of round r applies to the tasks started from version
+  /// (r - 1) x gradients_per_round on: after as many gradients as r - 1 rounds average (the
+  /// experiments set the batch B, so that rounds and streams change after the same count).
+  std::size_t gradients_per_round = 1;
   RingmasterSelection::Options learning;  ///< for StreamSelection::learned
 };
 
@@ -70,8 +74,8 @@ struct StreamTask {
 ///    delta < R it is applied (k becomes k + 1), else discarded;
 /// 3. with stops, after each applied update every task of delay R is stopped;
 /// 4. the selection is asked again, and step 1 follows.
-/// A scenario change of round r applies to the tasks started from version r on; the oracle
-/// re-selects then. With a learned selection, every task's duration is observed: complete,
+/// A scenario change of round r applies to the tasks started from version
+/// (r - 1) x StreamOptions::gradients_per_round on; the oracle re-selects then. With a learned selection, every task's duration is observed: complete,
 /// or censored at its stop.
 ///
 /// @code
