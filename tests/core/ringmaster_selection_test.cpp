@@ -146,17 +146,17 @@ TEST_CASE("censored times do not bias the learned mean", "[core][ringmaster]") {
 
 TEST_CASE("a worker only ever stopped is estimated by its time on test, and drops out",
           "[core][ringmaster]") {
-  // Worker 0 of mean 1 and worker 1 stopped at 1 s every time, R = 2: t({0}) = 3. Worker 1
-  // counts as T after T seconds of censored time: it leaves once T >= 3 (a worker helps only if
-  // its mean is below the bound).
+  // Worker 0 of mean 1 and worker 1 stopped at 2 s every time, R = 2: t({0}) = 3. Worker 1
+  // counts as T / 2 after T seconds of censored time: it leaves once T / 2 >= 3 (a worker helps
+  // only if its mean is below the bound).
   ata::RingmasterSelection selection(2, 2, ata::RingmasterSelection::Options{}.set_exploration_budget(0.0));
   for (int k = 0; k < 10; ++k) selection.observe(0, 1.0, Outcome::complete);
   for (int k = 1; k <= 2; ++k) {
-    selection.observe(1, 1.0, Outcome::censored);
+    selection.observe(1, 2.0, Outcome::censored);
     CHECK(selection.estimated_mean(1) == Approx(k));
     CHECK(as_vector(selection.select()) == std::vector<std::size_t>{0, 1});  // k < t({0}) = 3
   }
-  selection.observe(1, 1.0, Outcome::censored);
+  selection.observe(1, 2.0, Outcome::censored);
   CHECK(selection.estimated_mean(1) == Approx(3.0));
   CHECK(as_vector(selection.select()) == std::vector<std::size_t>{0});
   // Its first complete time starts the learner afresh: the censored times before it are not
@@ -181,7 +181,7 @@ TEST_CASE("a worker stopped far beyond its mean raises the censored-time alarm",
   CHECK(as_vector(selection.select()) == std::vector<std::size_t>{0, 1});
   selection.observe(1, 2.0, Outcome::censored);
   CHECK(selection.censored_alarms() == 1);
-  CHECK(selection.estimated_mean(1) == 36.0);  // as a worker with censored times only
+  CHECK(selection.estimated_mean(1) == 18.0);  // 36 s / 2, as a worker with censored times only
   CHECK(as_vector(selection.select()) == std::vector<std::size_t>{0});
   selection.observe(1, 1.0, Outcome::complete);  // a complete time ends the alarm
   CHECK(selection.estimated_mean(1) < 2.0);

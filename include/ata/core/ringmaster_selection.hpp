@@ -44,13 +44,13 @@ class AtaAutoPolicy;
 ///   censored times as time on test beyond its shift, and its change test restarting the
 ///   statistics when the worker's speed shifts);
 /// - a worker with censored times only: its total censored time T over
-///   Options::censored_evidence (1: the exponential law's maximum-likelihood mean once one more
-///   task finishes). An exponential worker of mean t finishes within T with probability
-///   1 - exp(-T / t), so with evidence e it leaves the selection once T exceeds e times the
-///   bound t it would join under: 1 - exp(-e) sure that it is slower (63% for e = 1; a fast
-///   worker stopped by bad luck comes back through the probes below). A worker stopped every
-///   time so drops out after a few stops instead of being stopped for ever. Measured on cifar
-///   (docs/async.md), e = 1 spends less worker time than e = 2 or 3 for the same wall time.
+///   Options::censored_evidence e (2). An exponential worker of mean t finishes within T with
+///   probability 1 - exp(-T / t), so it leaves the selection once T exceeds e times the bound t
+///   it would join under: 1 - exp(-e) sure (86%) that it is slower; a fast worker stopped by
+///   bad luck comes back through the probes below. A worker stopped every time so drops out
+///   after a few stops instead of being stopped for ever. e trades worker time for wall time
+///   (docs/async.md: e = 1 spends the least work on cifar but selects too few workers on sqrt,
+///   e = 3 the reverse).
 ///   These censored times are not handed
 ///   to the learner: its statistics start at the worker's first complete time (a worker slow
 ///   then fast, or unlucky at the start, is not held to them);
@@ -77,7 +77,7 @@ class RingmasterSelection {
     double exploration_budget = 0.02;
     /// See the class comment; both finite and > 0.
     double censored_alarm = 18.420680743952367;  // -log(1e-8)
-    double censored_evidence = 1.0;
+    double censored_evidence = 2.0;
     /// ATA-Auto's change test threshold (AtaAutoPolicy::Options::change_threshold).
     double change_threshold = 6.0;
 
