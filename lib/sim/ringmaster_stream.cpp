@@ -27,7 +27,7 @@ std::optional<StreamSelection> stream_selection(std::string_view strategy) noexc
 
 RingmasterStream::RingmasterStream(const models::Scenario& scenario, const StreamOptions& options,
                                    GradientConsumer& consumer)
-    : scenario_(scenario),
+    : changes_(scenario.changes().begin(), scenario.changes().end()),
       options_(options),
       consumer_(consumer),
       models_(scenario.models().begin(), scenario.models().end()),
@@ -77,11 +77,10 @@ void RingmasterStream::reselect_oracle() {
 }
 
 void RingmasterStream::apply_changes() {
-  const auto changes = scenario_.changes();
   bool changed = false;
-  while (next_change_ < changes.size() &&
-         (changes[next_change_].round - 1) * options_.gradients_per_round <= version_) {
-    const models::WorkerChange& c = changes[next_change_++];
+  while (next_change_ < changes_.size() &&
+         (changes_[next_change_].round - 1) * options_.gradients_per_round <= version_) {
+    const models::WorkerChange& c = changes_[next_change_++];
     models_[c.worker] = c.model;
     changed = true;
   }

@@ -88,8 +88,8 @@ struct StreamTask {
 /// thread-safe.
 class RingmasterStream {
  public:
-  /// Starts the first tasks. Throws ata::InvalidArgument for threshold 0 (and bad learning
-  /// options). The consumer must outlive the stream.
+  /// Starts the first tasks. Throws ata::InvalidArgument for threshold 0, gradients_per_round 0
+  /// (and bad learning options). The scenario is copied; the consumer must outlive the stream.
   RingmasterStream(const models::Scenario& scenario, const StreamOptions& options,
                    GradientConsumer& consumer);
 
@@ -144,7 +144,7 @@ class RingmasterStream {
   void stop_stale();
   void reselect_oracle();
 
-  const models::Scenario& scenario_;
+  std::vector<models::WorkerChange> changes_;  // the scenario's, by round
   StreamOptions options_;
   GradientConsumer& consumer_;
   std::vector<models::TimeModel> models_;
