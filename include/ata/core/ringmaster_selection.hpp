@@ -50,10 +50,9 @@ class AtaAutoPolicy;
 ///   bad luck comes back through the probes below. A worker stopped every time so drops out
 ///   after a few stops instead of being stopped for ever. e trades worker time for wall time
 ///   (docs/async.md: e = 1 spends the least work on cifar but selects too few workers on sqrt,
-///   e = 3 the reverse).
-///   These censored times are not handed
-///   to the learner: its statistics start at the worker's first complete time (a worker slow
-///   then fast, or unlucky at the start, is not held to them);
+///   e = 3 the reverse). These censored times are not handed to the learner: its statistics
+///   start at the worker's first complete time (a worker slow then fast, or unlucky at the
+///   start, is not held to them);
 /// - a worker whose censored time since its last complete one exceeds
 ///   Options::censored_alarm x its mean (an exponential worker of that mean survives that
 ///   long with probability exp(-censored_alarm): 1e-8 by default) has slowed down unseen by
