@@ -150,8 +150,12 @@ head -n1 "$work/trace.csv" | grep -q "^strategy,round,wall_time,worker_time" || 
 "$program" --scenario "$work/three.json" --batch 4 --rounds 50 --strategies ata-e,ata-auto,uta \
   --json "$work/again.json" >/dev/null
 cmp -s "$work/run.json" "$work/again.json" || fail "same seed, different JSON"
-"$program" --help | grep -q -- "--strategies" || fail "help"
-"$program" --help | grep -q -- "--work-price" || fail "help lacks --work-price"
+# Into a file first: grep -q would close the pipe at its match, and the help (over 4 kB) would
+# meet SIGPIPE on its second write.
+"$program" --help >"$work/help"
+grep -q -- "--strategies" "$work/help" || fail "help"
+grep -q -- "--work-price" "$work/help" || fail "help lacks --work-price"
+grep -q -- "--delay-threshold" "$work/help" || fail "help lacks --delay-threshold"
 
 # The objective: a column, its ratio to OFTA, in the JSON and the CSV; 1/n by default.
 "$program" --rounds 20 --strategies race:3,race:6 --backups off --json "$work/race.json" \
