@@ -88,6 +88,22 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
                      {"backup_copies", r.backup_copies},
                      {"stopped_copies", r.stopped_copies}};
     if (r.final_suboptimality) s["final_suboptimality"] = *r.final_suboptimality;
+    if (o.target) {
+      s["target_wall_time"] = r.target_wall_time ? nlohmann::json(*r.target_wall_time) : nlohmann::json(nullptr);
+      s["target_worker_time"] =
+          r.target_worker_time ? nlohmann::json(*r.target_worker_time) : nlohmann::json(nullptr);
+    }
+    if (r.stream) {
+      s["mean_round_time"] = nullptr;  // a stream has no rounds
+      s["proxy_loss_regret"] = nullptr;
+      s["gradients_applied"] = r.gradients_applied;
+      s["gradients_discarded"] = r.gradients_discarded;
+      s["tasks_stopped"] = r.tasks_stopped;
+      s["stale_share"] = r.stale_share();
+      s["workers_busy_at_end"] = r.selected_workers;
+      s["probes"] = r.probes;
+      s["changes_detected"] = r.changes_detected;
+    }
     if (!r.played_plans.empty()) {
       nlohmann::json played = nlohmann::json::array();
       for (const auto& p : r.played_plans) played.push_back({{"plan", p.plan}, {"rounds", p.rounds}});
@@ -107,7 +123,7 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
     }
     strategies.push_back(s);
   }
-  return {{"scenario", config.scenario.name()},
+  nlohmann::json out{{"scenario", config.scenario.name()},
           {"workers", config.scenario.workers()},
           {"batch", config.batch},
           {"rounds", config.rounds},
@@ -126,6 +142,15 @@ nlohmann::json summary_json(const Options& o, const ata::sim::ExperimentConfig& 
           {"frontier", frontier_json},
           {"frontier_left_out", frontier_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(frontier_note)},
           {"strategies", strategies}};
+  if (o.target) out["target"] = *o.target;
+  if (o.delay_threshold > 0) {
+    out["delay_threshold"] = o.delay_threshold;
+    out["stops"] = o.stops == "on";
+    out["stream_step"] = config.stream_step > 0.0 ? config.stream_step : o.step;
+    out["stream_max_gradients"] = config.stream_max_gradients > 0 ? config.stream_max_gradients
+                                                                   : config.rounds * config.batch;
+  }
+  return out;
 }
 
 std::string trace_csv(const std::vector<StrategyRun>& runs, bool sgd) {
@@ -187,10 +212,12 @@ Figure frontier_figure(const ata::sim::ExperimentConfig& config, const std::vect
 std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std::vector<StrategyRun>& runs) {
   const std::string where = config.scenario.name() + ", n = " + std::to_string(config.scenario.workers()) +
                             ", B = " + std::to_string(config.batch);
+  // Streams have no rounds: they join the panels against wall and worker time only.
   const auto panel = [&](std::string file, std::string title, std::string xlabel, std::string ylabel,
-                         bool ylog, auto x_of, auto y_of) {
+                         bool ylog, auto x_of, auto y_of, bool streams = false) {
     Figure f{std::move(file), title + " (" + where + ")", std::move(xlabel), std::move(ylabel), false, ylog, {}};
     for (const auto& r : runs) {
+      if (r.stream && !streams) continue;
       Series s{r.name, {}, {}};
       for (const auto& p : r.trace) {
         s.x.push_back(x_of(p));
@@ -206,10 +233,10 @@ std::vector<Figure> figures(const ata::sim::ExperimentConfig& config, const std:
   if (config.sgd) {
     out.push_back(panel("suboptimality_vs_wall_time.png", "Suboptimality vs wall time", "wall time",
                         "f(x) - f*", true, [](const P& p) { return p.wall_time; },
-                        [](const P& p) { return p.suboptimality; }));
+                        [](const P& p) { return p.suboptimality; }, true));
     out.push_back(panel("suboptimality_vs_worker_time.png", "Suboptimality vs total worker time",
                         "total worker time", "f(x) - f*", true, [](const P& p) { return p.worker_time; },
-                        [](const P& p) { return p.suboptimality; }));
+                        [](const P& p) { return p.suboptimality; }, true));
   }
   out.push_back(panel("average_round_time.png", "Average round time", "round k", "wall time / k", false, round,
                       [](const P& p) { return p.wall_time / static_cast<double>(p.round); }));
@@ -324,12 +351,60 @@ std::optional<Figure> learning_figure(const ata::sim::ExperimentConfig& config,
   return f;
 }
 
+// The asynchronous comparison: time and worker time to the target, against the greedy
+// stream's, and what each stream threw away.
+void print_stream_table(const Options& o, const ata::sim::ExperimentConfig& config,
+                        const std::vector<StrategyRun>& runs) {
+  const StrategyRun* greedy = find_if_ran(runs, "ringmaster");
+  const auto to_target = [&](const StrategyRun& r, bool work) -> std::optional<double> {
+    if (!o.target) return work ? r.worker_time : r.wall_time;
+    return work ? r.target_worker_time : r.target_wall_time;
+  };
+  const auto cell = [](std::optional<double> v) { return v ? ata::apps::general(*v, 5) : std::string("not reached"); };
+  const auto vs = [](std::optional<double> v, std::optional<double> ref) {
+    return v && ref && *ref > 0.0 ? ata::apps::fixed(*v / *ref, 3) : std::string("-");
+  };
+  const std::string what = o.target ? "to f(x) - f* <= " + ata::apps::general(*o.target, 4) : "at the end";
+  ata::apps::Table table({"strategy", "time " + what, "worker time", "time/ringmaster",
+                          "work/ringmaster", "gradients", "stale share", "busy at end"});
+  for (const auto& r : runs) {
+    const auto wall = to_target(r, false);
+    const auto work = to_target(r, true);
+    std::optional<double> greedy_wall;
+    std::optional<double> greedy_work;
+    if (greedy != nullptr) {
+      greedy_wall = to_target(*greedy, false);
+      greedy_work = to_target(*greedy, true);
+    }
+    std::size_t gradients = r.stream ? r.gradients_applied : config.rounds * config.batch;
+    if (o.target) gradients = r.target_gradients.value_or(gradients);
+    table.add_row({r.name, cell(wall), cell(work), vs(wall, greedy_wall), vs(work, greedy_work), std::to_string(gradients),
+                   r.stream ? ata::apps::fixed(r.stale_share(), 3) : std::string("-"),
+                   r.stream ? std::to_string(r.selected_workers) : std::string("-")});
+  }
+  std::printf("\nasynchronous streams (R = %zu, stops %s, step %s) beside the rounds:\n%s", o.delay_threshold,
+              o.stops.c_str(), ata::apps::general(config.stream_step > 0.0 ? config.stream_step : o.step, 4).c_str(),
+              table.render().c_str());
+  std::printf("(worker time includes stopped tasks, discarded ones and, for a stream, those running at its end;\n"
+              " gradients: applied by a stream, averaged by the rounds; stale share: a stream's tasks discarded or "
+              "stopped at delay R over all it ended)\n");
+}
+
 // Refuses a run that would take hours, and warns about one that takes a while.
 void check_work(const Options& o, const ata::models::Scenario& scenario) {
   const double draws = ata::apps::estimated_draws(o, scenario.workers());
-  const std::string what = "about " + ata::apps::general(draws, 2) + " task-time draws (--batch " +
-                           std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) +
-                           " x " + std::to_string(o.strategies.size()) + " strategies)";
+  const auto streams = static_cast<std::size_t>(std::count_if(
+      o.strategies.begin(), o.strategies.end(),
+      [](const std::string& s) { return ata::sim::stream_selection(s).has_value(); }));
+  std::string what = "about " + ata::apps::general(draws, 2) + " task-time draws (--batch " +
+                     std::to_string(o.batch) + " x --rounds " + std::to_string(o.rounds) + " x " +
+                     std::to_string(o.strategies.size() - streams) + " strategies";
+  if (streams > 0) {
+    const std::size_t gradients = o.stream_gradients > 0 ? o.stream_gradients : o.batch * o.rounds;
+    what += ", and up to " + ata::apps::general(static_cast<double>(gradients), 3) +
+            " gradients x " + std::to_string(streams) + " streams";
+  }
+  what += ")";
   if (draws > ata::apps::kMaxSimDraws) {
     throw ata::InvalidArgument(what + " is more than the limit of " +
                                ata::apps::general(ata::apps::kMaxSimDraws, 2) +
@@ -360,6 +435,11 @@ int run(const Options& o) {
                        .set_mode(ata::parse_backup_mode(o.backups))
                        .set_threshold_multiple(o.backup_threshold)
                        .set_max_copies(o.backup_copies);
+  config.sgd_target = o.target;
+  config.stream_threshold = o.delay_threshold;
+  config.stream_stops = o.stops == "on";
+  config.stream_step = o.stream_step.value_or(0.0);
+  config.stream_max_gradients = o.stream_gradients;
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
   config.record_learning = !o.plot_dir.empty();
   check_work(o, config.scenario);
@@ -464,7 +544,7 @@ int run(const Options& o) {
     if (eofta != nullptr) row.push_back(ratio(r.wall_time, eofta->wall_time));
     if (frontier != nullptr) row.push_back(ratio(r.objective, frontier->objective));
     for (auto cell : {ratio(r.wall_time, gta.wall_time), ratio(r.worker_time, gta.worker_time),
-                      ata::apps::general(r.regret, 4)}) {
+                      r.stream ? std::string("-") : ata::apps::general(r.regret, 4)}) {
       row.push_back(std::move(cell));
     }
     if (o.sgd) row.push_back(ata::apps::general(r.final_suboptimality.value_or(NAN), 4));
@@ -480,6 +560,10 @@ int run(const Options& o) {
     std::printf("frontier: %s (probe objective %s over %zu probe rounds on seed %llu, best of %zu candidates)\n",
                 c.plan.c_str(), ata::apps::general(c.probe_objective, 5).c_str(), c.probe_rounds,
                 static_cast<unsigned long long>(c.probe_seed), c.candidates.size());
+  }
+
+  if (o.target || std::any_of(runs.begin(), runs.end(), [](const StrategyRun& r) { return r.stream; })) {
+    print_stream_table(o, config, runs);
   }
 
   for (const auto& r : runs) {

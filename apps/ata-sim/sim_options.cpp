@@ -3,8 +3,20 @@
 #include <algorithm>
 
 #include "ata/models/scenario.hpp"
+#include "ata/sim/ringmaster_stream.hpp"
 
 namespace ata::apps {
+
+namespace {
+
+// Strategies beyond make_policy()'s: the yardsticks the simulator computes, and the streams.
+std::vector<std::string> extra_strategies() {
+  std::vector<std::string> extra{"eofta", "frontier"};
+  for (const auto name : sim::stream_strategy_names()) extra.emplace_back(name);
+  return extra;
+}
+
+}  // namespace
 
 CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   CommandLine<SimOptions> command_line;
@@ -33,8 +45,10 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
                  "uta, ata, ata-e, ata-auto (no alpha or eta), pull, race:M (a race of the M "
                  "fastest workers), frontier (the best fixed plan, chosen by probe runs on the true "
                  "laws); ofta, eofta, frontier and gta always run (eofta and frontier only where "
-                 "they fit: else a note says so)")
-      ->check(strategy_list({"eofta", "frontier"}));
+                 "they fit: else a note says so); the asynchronous streams ringmaster (every worker), "
+                 "ringmaster-ata (learned selection), ringmaster-oracle (selection from the true "
+                 "laws), with --delay-threshold (docs/async.md)")
+      ->check(strategy_list(extra_strategies()));
   app.add_option("--alpha", o.alpha,
                  "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
       ->check(kPositiveNumber);
@@ -71,6 +85,24 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       ->check(number_in(0.0, false, kMaxSimStep, false));
   app.add_option("--noise", o.noise, "SGD gradient noise standard deviation")
       ->check(kNonNegativeNumber);
+  app.add_option("--target", o.target,
+                 "time every strategy to f(x) - f* <= target (with --sgd); the stream strategies "
+                 "end there")
+      ->check(kPositiveNumber);
+  app.add_option("--delay-threshold", o.delay_threshold,
+                 "Ringmaster's R: a gradient of delay >= R is not applied (required by the "
+                 "ringmaster strategies)")
+      ->transform(whole_number(1, kMaxSimDelayThreshold));
+  app.add_option("--stops", o.stops,
+                 "on: a stream task whose delay reaches R is stopped and restarted (the authors' "
+                 "code); off: it finishes and is discarded")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--stream-step", o.stream_step,
+                 "SGD step of each gradient a stream applies (default --step)")
+      ->check(number_in(0.0, false, kMaxSimStep, false));
+  app.add_option("--stream-gradients", o.stream_gradients,
+                 "most gradients a stream strategy applies (default --rounds x --batch)")
+      ->transform(whole_number(1, kMaxSimStreamGradients));
   app.add_option("--json", o.json_path, "write the summary as JSON to this file")->check(kNonEmpty);
   app.add_option("--csv", o.csv_path, "write the per-round trace as CSV to this file")
       ->check(kNonEmpty);
@@ -91,14 +123,30 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       ->check(kNonEmpty);
   command_line.help = parse_arguments(app, argc, argv);
   o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "frontier", "gta"});
+  if (command_line.help) return command_line;
+  if (o.target && !o.sgd) throw UsageError("--target: needs --sgd, got '" + general(*o.target, 6) + "'");
+  const bool streams = std::any_of(o.strategies.begin(), o.strategies.end(), [](const std::string& s) {
+    return sim::stream_selection(s).has_value();
+  });
+  if (streams && o.delay_threshold == 0) {
+    throw UsageError("--delay-threshold: required by the ringmaster strategies (Ringmaster's R; "
+                     "its theory takes ceil(sigma^2 / epsilon)), got ''");
+  }
   return command_line;
 }
 
 double estimated_draws(const SimOptions& options, std::size_t workers) {
-  const double per_round = static_cast<double>(options.batch) + static_cast<double>(workers) +
-                           (options.sgd ? static_cast<double>(options.dim) : 0.0);
-  return static_cast<double>(options.strategies.size()) * static_cast<double>(options.rounds) *
-         per_round;
+  const double dim = options.sgd ? static_cast<double>(options.dim) : 0.0;
+  const double per_round = static_cast<double>(options.batch) + static_cast<double>(workers) + dim;
+  const double gradients = options.stream_gradients > 0
+                               ? static_cast<double>(options.stream_gradients)
+                               : static_cast<double>(options.rounds) * static_cast<double>(options.batch);
+  double draws = 0.0;
+  for (const auto& s : options.strategies) {
+    draws += sim::stream_selection(s) ? gradients * (static_cast<double>(workers) + dim)
+                                      : static_cast<double>(options.rounds) * per_round;
+  }
+  return draws;
 }
 
 }  // namespace ata::apps

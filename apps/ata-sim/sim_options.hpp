@@ -38,6 +38,15 @@ struct SimOptions {
   std::size_t dim = 100;
   double step = 1e-4;
   double noise = 1e-3;
+  /// --target: time each strategy to f(x) - f* <= target (needs --sgd); the stream ones end there.
+  std::optional<double> target;
+  /// --delay-threshold R of the stream strategies (ringmaster, ringmaster-ata,
+  /// ringmaster-oracle; required by them), --stops on|off, --stream-step (default --step),
+  /// --stream-gradients (most gradients applied; default rounds x batch).
+  std::size_t delay_threshold = 0;
+  std::string stops = "on";
+  std::optional<double> stream_step;
+  std::size_t stream_gradients = 0;
   /// --frontier-probe-rounds: rounds of each of the frontier yardstick's probe runs (min with K).
   std::size_t frontier_probe_rounds = 200;
   std::string json_path;
@@ -57,6 +66,9 @@ inline constexpr std::size_t kDefaultSimWorkers = 51;
 inline constexpr std::size_t kMaxSimBatch = 1'000'000'000;
 inline constexpr std::size_t kMaxSimRounds = 1'000'000'000;
 inline constexpr std::size_t kMaxSimDim = 1'000'000;
+/// --delay-threshold and --stream-gradients stay below these.
+inline constexpr std::size_t kMaxSimDelayThreshold = 1'000'000'000;
+inline constexpr std::size_t kMaxSimStreamGradients = 1'000'000'000'000;
 /// The quadratic's largest curvature is below 1, so SGD on it converges for steps below 2 and
 /// diverges above.
 inline constexpr double kMaxSimStep = 2.0;
@@ -81,7 +93,8 @@ inline constexpr double kMaxFrontierProbeDraws = kWarnSimDraws;
 [[nodiscard]] CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv);
 
 /// What a run costs, in task-time draws and SGD coordinate updates, with `workers` workers:
-/// strategies x rounds x (batch + workers + SGD dimension).
+/// strategies x rounds x (batch + workers + SGD dimension); a stream strategy counts its most
+/// gradients x (workers + SGD dimension) instead.
 [[nodiscard]] double estimated_draws(const SimOptions& options, std::size_t workers);
 
 }  // namespace ata::apps

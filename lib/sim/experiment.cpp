@@ -9,10 +9,137 @@
 #include "ata/core/error.hpp"
 #include "ata/sim/eofta_policy.hpp"
 #include "ata/sim/quadratic_sgd.hpp"
+#include "ata/sim/ringmaster_stream.hpp"
 #include "ata/sim/simulation.hpp"
 #include "core/checks.hpp"
 
 namespace ata::sim {
+
+double StrategyRun::stale_share() const noexcept {
+  const std::size_t ended = gradients_applied + gradients_discarded + tasks_stopped;
+  return ended == 0 ? 0.0
+                    : static_cast<double>(gradients_discarded + tasks_stopped) /
+                          static_cast<double>(ended);
+}
+
+namespace {
+
+void require_finite_suboptimality(double suboptimality, const std::string& where, double step) {
+  if (!std::isfinite(suboptimality)) {
+    throw Error("SGD on the quadratic diverged by " + where + " (f(x) - f* = " +
+                detail::to_text(suboptimality) + "): step size " + detail::to_text(step) +
+                " is too large");
+  }
+}
+
+// The stream's gradients on the quadratic: worker w's is computed when its task starts, at the
+// point of that moment, and applied when the stream says so.
+class QuadraticConsumer final : public GradientConsumer {
+ public:
+  QuadraticConsumer(QuadraticSgd& sgd, std::size_t workers)
+      : sgd_(sgd), gradients_(workers * sgd.dim()) {}
+  void start(std::size_t worker) override { sgd_.stochastic_gradient(slot(worker)); }
+  void apply(std::size_t worker) override { sgd_.apply(slot(worker)); }
+
+ private:
+  std::span<double> slot(std::size_t worker) {
+    return std::span(gradients_).subspan(worker * sgd_.dim(), sgd_.dim());
+  }
+  QuadraticSgd& sgd_;
+  std::vector<double> gradients_;
+};
+
+// Without SGD the stream still runs: its times and counts alone.
+class NoGradients final : public GradientConsumer {
+ public:
+  void start(std::size_t /*worker*/) override {}
+  void apply(std::size_t /*worker*/) override {}
+};
+
+StrategyRun run_stream(const ExperimentConfig& config, std::string_view strategy,
+                       StreamSelection selection, const std::function<void(double)>& progress) {
+  if (config.sgd_target && !config.sgd) {
+    throw InvalidArgument("a suboptimality target needs SGD on (ExperimentConfig::sgd)");
+  }
+  const double step = config.stream_step > 0.0 ? config.stream_step : config.sgd_step;
+  std::optional<QuadraticSgd> sgd;
+  if (config.sgd) sgd.emplace(config.sgd_dim, step, config.sgd_noise, config.seed);
+  std::optional<QuadraticConsumer> quadratic;
+  NoGradients nothing;
+  GradientConsumer* consumer = &nothing;
+  if (sgd) consumer = &quadratic.emplace(*sgd, config.scenario.workers());
+  StreamOptions options;
+  options.threshold = config.stream_threshold;
+  options.stops = config.stream_stops;
+  options.selection = selection;
+  options.seed = config.seed;
+  options.gradients_per_round = config.batch;
+  RingmasterStream stream(config.scenario, options, *consumer);
+
+  const std::size_t cap = config.stream_max_gradients > 0 ? config.stream_max_gradients
+                                                          : config.rounds * config.batch;
+  StrategyRun run;
+  run.name = std::string(strategy);
+  run.stream = true;
+  const std::size_t points = std::max<std::size_t>(1, std::min(config.trace_points, cap));
+  std::size_t next_point = 1;  // as for rounds: gradients ceil(j cap / points), j = 1..points
+  const std::size_t progress_every = std::max<std::size_t>(1, cap / 100);
+  const auto record = [&](std::size_t k, double suboptimality) {
+    run.trace.push_back(TracePoint{k, stream.time(), stream.worker_time(), 0.0, suboptimality, {}});
+    if (config.record_learning) {
+      run.trace.back().learned_means.resize(config.scenario.workers());
+      for (std::size_t i = 0; i < config.scenario.workers(); ++i) {
+        run.trace.back().learned_means[i] =
+            stream.learned() != nullptr ? stream.learned()->estimated_mean(i) : 0.0;
+      }
+    }
+  };
+  while (stream.applied() < cap) {
+    if (stream.advance() != StreamOutcome::applied) continue;
+    const std::size_t k = stream.applied();
+    const bool trace_now = k * points >= next_point * cap;
+    if (sgd && (config.sgd_target || trace_now)) {
+      const double suboptimality = sgd->suboptimality();
+      require_finite_suboptimality(suboptimality, "gradient " + std::to_string(k), step);
+      if (config.sgd_target && suboptimality <= *config.sgd_target) {
+        run.target_wall_time = stream.time();
+        run.target_worker_time = stream.worker_time();
+        run.target_gradients = k;
+        record(k, suboptimality);
+        break;
+      }
+    }
+    if (trace_now) {
+      record(k, sgd ? sgd->suboptimality() : 0.0);
+      ++next_point;
+    }
+    if (progress && k % progress_every == 0) {
+      progress(static_cast<double>(k) / static_cast<double>(cap));
+    }
+  }
+  run.wall_time = stream.time();
+  run.worker_time = stream.worker_time();
+  run.work_price = config.objective.price(config.scenario.workers());
+  run.objective = run.wall_time + run.work_price * run.worker_time;
+  if (sgd) run.final_suboptimality = sgd->suboptimality();
+  run.gradients_applied = stream.applied();
+  run.gradients_discarded = stream.discarded();
+  run.tasks_stopped = stream.stopped();
+  if (const RingmasterSelection* learned = stream.learned()) {
+    std::size_t selected = 0;
+    for (std::size_t i = 0; i < config.scenario.workers(); ++i) selected += learned->selected(i) ? 1 : 0;
+    run.selected_workers = selected;
+    run.probes = learned->probes();
+    run.changes_detected = learned->changes_detected() + learned->censored_alarms();
+  } else {
+    std::size_t busy = 0;
+    for (std::size_t i = 0; i < config.scenario.workers(); ++i) busy += stream.busy(i) ? 1 : 0;
+    run.selected_workers = busy;
+  }
+  return run;
+}
+
+}  // namespace
 
 EoftaCost estimate_eofta_cost(const ExperimentConfig& config, double max_sweep_terms) {
   std::vector<models::TimeModel> laws(config.scenario.models().begin(),
@@ -112,6 +239,9 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
 StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                          const std::function<void(double)>& progress) {
   if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
+  if (const auto selection = stream_selection(strategy)) {
+    return run_stream(config, strategy, *selection, progress);
+  }
   if (strategy == "frontier") {
     FrontierChoice choice = choose_frontier(config);
     StrategyRun run = run_strategy(config, choice.plan, progress);
@@ -169,13 +299,14 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     run.backup_copies += r.backup_copies;
     run.stopped_copies += r.stopped_copies;
     if (sgd) sgd->step(config.batch);
+    if (sgd && config.sgd_target && !run.target_wall_time && sgd->suboptimality() <= *config.sgd_target) {
+      run.target_wall_time = run.wall_time;
+      run.target_worker_time = run.worker_time;
+      run.target_gradients = k * config.batch;
+    }
     if (k * points >= next_point * config.rounds) {
       const double suboptimality = sgd ? sgd->suboptimality() : 0.0;
-      if (!std::isfinite(suboptimality)) {
-        throw Error("SGD on the quadratic diverged by round " + std::to_string(k) +
-                    " (f(x) - f* = " + detail::to_text(suboptimality) + "): step size " +
-                    detail::to_text(config.sgd_step) + " is too large");
-      }
+      require_finite_suboptimality(suboptimality, "round " + std::to_string(k), config.sgd_step);
       TracePoint& point =
           run.trace.emplace_back(TracePoint{k, run.wall_time, run.worker_time, run.regret,
                                             suboptimality, {}});

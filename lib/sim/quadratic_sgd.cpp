@@ -1,6 +1,7 @@
 #include "ata/sim/quadratic_sgd.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
@@ -57,13 +58,32 @@ double QuadraticSgd::value(const std::vector<double>& x) const {
   return 0.5 * quadratic - kB1 * x[0];
 }
 
+void QuadraticSgd::gradient_into(std::span<double> out, double spread) {
+  for (std::size_t j = 0; j < x_.size(); ++j) {
+    out[j] = a_times(x_, j) - (j == 0 ? kB1 : 0.0) + spread * models::standard_normal(rng_);
+  }
+}
+
 void QuadraticSgd::step(std::size_t batch) {
   if (batch < 1) throw InvalidArgument("batch size B must be >= 1, got 0");
-  const double spread = noise_ / std::sqrt(static_cast<double>(batch));
-  for (std::size_t j = 0; j < x_.size(); ++j) {
-    gradient_[j] = a_times(x_, j) - (j == 0 ? kB1 : 0.0) + spread * models::standard_normal(rng_);
+  gradient_into(gradient_, noise_ / std::sqrt(static_cast<double>(batch)));
+  apply(gradient_);
+}
+
+void QuadraticSgd::stochastic_gradient(std::span<double> out) {
+  if (out.size() != x_.size()) {
+    throw InvalidArgument("a gradient of the quadratic has " + std::to_string(x_.size()) +
+                          " coordinates, got room for " + std::to_string(out.size()));
   }
-  for (std::size_t j = 0; j < x_.size(); ++j) x_[j] -= step_ * gradient_[j];
+  gradient_into(out, noise_);
+}
+
+void QuadraticSgd::apply(std::span<const double> gradient) {
+  if (gradient.size() != x_.size()) {
+    throw InvalidArgument("a gradient of the quadratic has " + std::to_string(x_.size()) +
+                          " coordinates, got " + std::to_string(gradient.size()));
+  }
+  for (std::size_t j = 0; j < x_.size(); ++j) x_[j] -= step_ * gradient[j];
 }
 
 double QuadraticSgd::suboptimality() const { return value(x_) - optimum_; }

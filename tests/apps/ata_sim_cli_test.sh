@@ -39,6 +39,17 @@ expect_error "--step: must be a number in (0, 2), got '3'" --sgd --step 3
 expect_error "--json: must not be empty" --json ""
 expect_error "--strategies: empty item in ','" --strategies , --rounds 5
 expect_error "--strategies: empty item in 'ata,,gta'" --strategies ata,,gta
+# The asynchronous streams: R is required and >= 1, a target needs SGD.
+expect_error "--delay-threshold: required by the ringmaster strategies" --strategies ringmaster-ata
+expect_refused_before_run
+expect_error "--delay-threshold: must be a whole number from 1 to 1000000000, got '0'" \
+  --strategies ringmaster --delay-threshold 0
+expect_error "--target: needs --sgd" --target 0.1
+expect_error "--target: must be a number > 0, got 'nan'" --sgd --target nan
+expect_error "--stops: maybe not in {on,off}" --stops maybe
+expect_error "--stream-step: must be a number in (0, 2), got '2'" --stream-step 2
+expect_error "and up to 1e+12 gradients x 1 streams) is more than the limit" \
+  --strategies ringmaster --delay-threshold 4 --stream-gradients 1000000000000
 # Work that would take hours is refused before it starts.
 expect_error "about 7e+12 task-time draws (--batch 1000000000 x --rounds 1000 x 7 strategies) is more than the limit" \
   --batch 1000000000
@@ -139,8 +150,12 @@ head -n1 "$work/trace.csv" | grep -q "^strategy,round,wall_time,worker_time" || 
 "$program" --scenario "$work/three.json" --batch 4 --rounds 50 --strategies ata-e,ata-auto,uta \
   --json "$work/again.json" >/dev/null
 cmp -s "$work/run.json" "$work/again.json" || fail "same seed, different JSON"
-"$program" --help | grep -q -- "--strategies" || fail "help"
-"$program" --help | grep -q -- "--work-price" || fail "help lacks --work-price"
+# Into a file first: grep -q would close the pipe at its match, and the help (over 4 kB) would
+# meet SIGPIPE on its second write.
+"$program" --help >"$work/help"
+grep -q -- "--strategies" "$work/help" || fail "help"
+grep -q -- "--work-price" "$work/help" || fail "help lacks --work-price"
+grep -q -- "--delay-threshold" "$work/help" || fail "help lacks --delay-threshold"
 
 # The objective: a column, its ratio to OFTA, in the JSON and the CSV; 1/n by default.
 "$program" --rounds 20 --strategies race:3,race:6 --backups off --json "$work/race.json" \
@@ -231,5 +246,28 @@ grep -qE "^wrote $work/t.json: 7 strategies x 6 rounds, [0-9]+ events, [0-9]+ by
 python3 -m json.tool "$work/t.json" >/dev/null || fail "--trace: not JSON"
 [ "$(grep -o '"cat":"round"' "$work/t.json" | wc -l)" -eq 42 ] || fail "--trace: not 7 x 6 round slices (6 strategies and the frontier)"
 ! ls "$work"/.t.json* 2>/dev/null || fail "--trace left a temporary file"
+
+# The streams: a table of time to target beside the rounds, their counts in the JSON, and the
+# same numbers for the same seed.
+stream_run() {
+  "$program" --workers 12 --rounds 200 --sgd --dim 10 --noise 0.1 --step 0.2 --stream-step 0.02 \
+    --target 0.05 --delay-threshold 8 --strategies ringmaster,ringmaster-ata,ringmaster-oracle,ata-auto \
+    --backups off --json "$1"
+}
+stream_run "$work/stream.json" >"$work/out"
+grep -q "^asynchronous streams (R = 8, stops on, step 0.02) beside the rounds:" "$work/out" ||
+  fail "no stream table: $(cat "$work/out")"
+for name in ringmaster ringmaster-ata ringmaster-oracle ata-auto; do
+  grep -qE "^$name +[0-9.e+]+ +[0-9.e+]+ " "$work/out" || fail "no timed row for $name"
+done
+for key in '"target": 0.05' '"delay_threshold": 8' '"stops": true' '"stale_share"' '"gradients_applied"' \
+           '"tasks_stopped"' '"target_wall_time"' '"target_worker_time"'; do
+  grep -qF "$key" "$work/stream.json" || fail "stream JSON lacks $key"
+done
+stream_run "$work/stream-again.json" >/dev/null
+cmp -s "$work/stream.json" "$work/stream-again.json" || fail "same seed, different stream JSON"
+# Without the stream flags the JSON has none of their keys (the paper's outputs unchanged).
+grep -qF '"target' "$work/run.json" && fail "a run without --target has target keys"
+grep -qF '"delay_threshold' "$work/run.json" && fail "a run without streams has stream keys"
 
 echo "ata-sim CLI: all cases as expected"

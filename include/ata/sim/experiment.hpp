@@ -49,6 +49,17 @@ struct ExperimentConfig {
   std::size_t traced_rounds = 0;
   /// Whether each TracePoint keeps what the policy learned (TracePoint::learned_means).
   bool record_learning = false;
+  /// With SGD: the suboptimality f(x) - f* whose first crossing is timed
+  /// (StrategyRun::target_wall_time); unset: not timed. The stream strategies end there.
+  std::optional<double> sgd_target{};
+  /// The stream strategies ("ringmaster", "ringmaster-ata", "ringmaster-oracle",
+  /// RingmasterStream): the delay threshold R (>= 1, required by them), whether tasks are
+  /// stopped at delay R, the step of each applied gradient (0: sgd_step), and the most
+  /// gradients applied (0: rounds x batch, as many as a round-based run averages).
+  std::size_t stream_threshold = 0;
+  bool stream_stops = true;
+  double stream_step = 0.0;
+  std::size_t stream_max_gradients = 0;
 };
 
 /// One candidate plan of the frontier yardstick, run for FrontierChoice::probe_rounds rounds on
@@ -138,6 +149,23 @@ struct StrategyRun {
   std::vector<FrontierCandidate> last_evaluation;
   /// The copies of the first and last config.traced_rounds rounds, in round order.
   std::vector<TracedRound> traced_rounds;
+  /// With config.sgd_target: the wall and worker time at the end of the round (or the applied
+  /// gradient) where f(x) - f* first reached it; unset when it never did.
+  std::optional<double> target_wall_time;
+  std::optional<double> target_worker_time;
+  /// And the gradients computed into the iterate by then (rounds x batch, or those applied).
+  std::optional<std::size_t> target_gradients;
+  /// Stream strategies: gradients applied and discarded as stale on arrival, tasks stopped at
+  /// delay R, and (ringmaster-ata) the workers selected at the end, probes and changes seen.
+  bool stream = false;
+  std::size_t gradients_applied = 0;
+  std::size_t gradients_discarded = 0;
+  std::size_t tasks_stopped = 0;
+  std::size_t selected_workers = 0;
+  std::size_t probes = 0;
+  std::size_t changes_detected = 0;
+  /// The tasks whose gradient was not applied (discarded or stopped) over all tasks ended.
+  [[nodiscard]] double stale_share() const noexcept;
 };
 
 /// Runs `strategy` (a make_policy() name, "eofta": EoftaPolicy on the scenario's laws, or
@@ -153,6 +181,11 @@ struct StrategyRun {
 [[nodiscard]] EoftaCost estimate_eofta_cost(const ExperimentConfig& config,
                                             double max_sweep_terms = kNoSweepLimit);
 
+/// Also runs the stream strategies (stream_strategy_names()): RingmasterStream with
+/// config.stream_threshold, on QuadraticSgd when config.sgd, until config.sgd_target or
+/// stream_max_gradients applied gradients; their wall time is the stream's time at the end, their
+/// worker time includes stopped and running tasks, and their trace rounds count applied
+/// gradients.
 [[nodiscard]] StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                                        const std::function<void(double)>& progress = {});
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ata/models/random.hpp"
@@ -31,12 +32,19 @@ class QuadraticSgd {
 
   /// One SGD step with the average of `batch` (>= 1) stochastic gradients.
   void step(std::size_t batch);
+  /// One stochastic gradient at the current point (noise N(0, noise^2 I)) into `out`, of size
+  /// dim(); the asynchronous stream computes it when a task starts and applies it later.
+  void stochastic_gradient(std::span<double> out);
+  /// x -= step g: applies a gradient computed at this or an earlier point.
+  void apply(std::span<const double> gradient);
+  [[nodiscard]] std::size_t dim() const noexcept { return x_.size(); }
   /// f(x) - f*, f* computed exactly (tridiagonal solve).
   [[nodiscard]] double suboptimality() const;
   [[nodiscard]] const std::vector<double>& point() const noexcept { return x_; }
 
  private:
   [[nodiscard]] double value(const std::vector<double>& x) const;
+  void gradient_into(std::span<double> out, double spread);
 
   double step_;
   double noise_;
