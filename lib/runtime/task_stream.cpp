@@ -83,12 +83,15 @@ namespace detail {
 // Completion: the stream is complete once it is ending and no lane is inside run() (inside_),
 // so no task runs and the body is never touched again; a lane that reaches a queued entry
 // later leaves at once. Whoever makes that transition (a lane leaving, or the one ending the
-// stream when nobody is inside) calls completed() once, outside the lock.
+// stream when nobody is inside) completes it once, in leave_locked().
 class StreamState final : public Chunk, public std::enable_shared_from_this<StreamState> {
  public:
-  StreamState(LaneSet& lanes, StreamBody& body, const StreamOptions& options)
+  StreamState(LaneSet& lanes, DeadlineTimer& timer, StreamBody& body,
+              const StreamOptions& options, StreamCompletion on_complete)
       : lanes_(lanes),
+        timer_(timer),
         body_(body),
+        on_complete_(std::move(on_complete)),
         stale_bound_(options.stale_bound()),
         clock_(TaskClock::instance()),
         called_(std::chrono::steady_clock::now()),
@@ -115,28 +118,30 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     lanes_.submit(shared_from_this(), workers);
   }
 
-  // Ends the stream from outside the lanes (the waiter, the deadline timer).
+  // The deadline's timer entry, cancelled at completion. Before start().
+  void set_deadline(DeadlineTimer::Id id) noexcept {
+    std::lock_guard lock(mutex_);
+    deadline_ = id;
+  }
+
+  // Ends the stream from outside the lanes (the waiter, the deadline timer, a cancellation).
   void end_from_outside(StreamEnd reason) noexcept {
     std::unique_lock lock(mutex_);
     end_locked(reason);
-    const bool done = complete_locked();
-    lock.unlock();
-    if (done) completed();
+    leave_locked(lock);
   }
 
-  // Waits until the stream is complete; ends it when `stop` is triggered first.
-  void wait(const std::stop_token& stop) {
+  // Waits until the stream is complete (ending it when `stop` is triggered first), then
+  // returns the report or throws the error that ended it. Blocking streams only.
+  StreamReport wait(const std::stop_token& stop) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, stop, [&] { return complete_; });
-    if (complete_) return;
-    end_locked(StreamEnd::stop_requested);
-    if (complete_locked()) return;
-    changed_.wait(lock, [&] { return complete_; });
-  }
-
-  // The report, or the error that ended the stream. Once complete.
-  StreamReport take_report() {
-    std::lock_guard lock(mutex_);
+    if (!complete_) {
+      end_locked(StreamEnd::stop_requested);
+      leave_locked(lock);  // completes it now if no lane is inside
+      lock.lock();
+      changed_.wait(lock, [&] { return complete_; });
+    }
     if (error_) std::rethrow_exception(error_);
     return std::move(report_);
   }
@@ -149,16 +154,12 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     slots_[lane].enlisted = false;
     // A stream ending already has lost nothing: the entry would have started no task.
     if (!ending_) fail_locked(reason);
-    const bool done = complete_locked();
-    lock.unlock();
-    if (done) completed();
+    leave_locked(lock);
   }
   void interrupt(const std::exception_ptr& reason) noexcept override {
     std::unique_lock lock(mutex_);
     if (!ending_) fail_locked(reason);
-    const bool done = complete_locked();
-    lock.unlock();
-    if (done) completed();
+    leave_locked(lock);
   }
 
   // What the consumer sees and does, under mutex_ (StreamEvent's methods).
@@ -253,7 +254,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     if (busy_count_ == 0 && running_count_ == 0) end_locked(StreamEnd::no_workers);
   }
 
-  // Whether the caller has just completed the stream (and must call completed()).
+  // Whether the caller's step has just completed the stream (see leave_locked()).
   bool complete_locked() noexcept {
     if (!ending_ || inside_ > 0 || complete_) return false;
     complete_ = true;
@@ -262,7 +263,27 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     return true;
   }
 
-  void completed() noexcept { changed_.notify_all(); }
+  // Completes the stream if the caller's step made it complete, then unlocks: the deadline
+  // is cancelled, a waiter woken, an asynchronous stream's completion called, outside the
+  // lock and once.
+  void leave_locked(std::unique_lock<BriefLock>& lock) noexcept {
+    if (!complete_locked()) {
+      lock.unlock();
+      return;
+    }
+    const auto deadline = deadline_;
+    StreamCompletion on_complete = std::move(on_complete_);
+    std::exception_ptr error = error_;
+    StreamReport report;
+    if (on_complete && !error) report = std::move(report_);
+    lock.unlock();
+    if (deadline) timer_.cancel(*deadline);
+    if (on_complete) {
+      on_complete(std::move(error), std::move(report));
+    } else {
+      changed_.notify_all();
+    }
+  }
 
   // Queues the stream on `lane`; on failure, the stream ends with the error.
   void enlist(std::size_t lane, std::unique_lock<BriefLock>& lock) noexcept {
@@ -277,7 +298,9 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   }
 
   LaneSet& lanes_;
+  DeadlineTimer& timer_;
   StreamBody& body_;
+  StreamCompletion on_complete_;  // empty for a blocking stream; called once, at completion
   const std::optional<std::uint64_t> stale_bound_;
   const TaskClock& clock_;
   const std::chrono::steady_clock::time_point called_;
@@ -294,6 +317,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   bool ending_ = false;
   bool complete_ = false;
   std::exception_ptr error_;
+  std::optional<DeadlineTimer::Id> deadline_;
   StreamReport report_;
   std::vector<std::size_t> to_enlist_;  // put back during the current delivery
   Delivery delivering_;            // the delivery being made
@@ -384,9 +408,7 @@ void StreamState::run(Lane& lane) noexcept {
       enlist(worker, lock);
       lock.lock();
       --inside_;
-      const bool done = complete_locked();
-      lock.unlock();
-      if (done) completed();
+      leave_locked(lock);
       return;
     }
     lock.lock();
@@ -394,9 +416,7 @@ void StreamState::run(Lane& lane) noexcept {
   slot.enlisted = false;
   --inside_;
   if (!ending_) end_if_idle_locked();
-  const bool done = complete_locked();
-  lock.unlock();
-  if (done) completed();
+  leave_locked(lock);
 }
 
 namespace {
@@ -431,34 +451,51 @@ void fill_event(StreamState& state, StreamEvent& event) noexcept {
   event.error_ = delivery.error;
 }
 
-StreamReport run_stream(Lanes& lanes, DeadlineTimer& timer, StreamBody& body,
-                        const StreamOptions& options, const std::stop_token& stop) {
-  const auto called = std::chrono::steady_clock::now();
-  LaneSet& set = core_of(lanes);
-  if (set.is_own_thread()) {
+void refuse_own_thread(Lanes& lanes) {
+  if (core_of(lanes).is_own_thread()) {
     throw Error(
         "TaskStream::run() called from one of its lanes' tasks would wait for itself; run the "
-        "stream from another thread");
+        "stream from another thread, or use async_run_stream()");
   }
+}
+
+std::shared_ptr<StreamState> start_stream(TaskStream& stream, StreamBody& body,
+                                          const StreamOptions& options,
+                                          StreamCompletion on_complete) {
+  const auto called = std::chrono::steady_clock::now();
+  LaneSet& set = core_of(stream.lanes());
   const std::vector<std::size_t> workers = first_workers(options, set.size());
-  const auto state = std::make_shared<StreamState>(set, body, options);
-  std::optional<DeadlineTimer::Id> deadline;
+  auto state =
+      std::make_shared<StreamState>(set, *stream.timer_, body, options, std::move(on_complete));
   if (options.deadline() && *options.deadline() == std::chrono::nanoseconds::zero()) {
     state->end_from_outside(StreamEnd::deadline);
-  } else {
-    state->start(workers);
-    if (options.deadline()) {
-      deadline = timer.schedule(
-          saturating_add(called, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                     *options.deadline())),
-          [weak = std::weak_ptr<StreamState>(state)] {
-            if (const auto alive = weak.lock()) alive->end_from_outside(StreamEnd::deadline);
-          });
-    }
+    return state;
   }
-  state->wait(stop);
-  if (deadline) timer.cancel(*deadline);
-  return state->take_report();
+  std::optional<DeadlineTimer::Id> deadline;
+  if (options.deadline()) {
+    deadline = stream.timer_->schedule(
+        saturating_add(called, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   *options.deadline())),
+        [weak = std::weak_ptr<StreamState>(state)] {
+          if (const auto alive = weak.lock()) alive->end_from_outside(StreamEnd::deadline);
+        });
+    state->set_deadline(*deadline);
+  }
+  try {
+    state->start(workers);
+  } catch (...) {
+    if (deadline) stream.timer_->cancel(*deadline);
+    throw;
+  }
+  return state;
+}
+
+StreamReport wait_stream(StreamState& state, const std::stop_token& stop) {
+  return state.wait(stop);
+}
+
+void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept {
+  if (const auto alive = stream.lock()) alive->end_from_outside(StreamEnd::stop_requested);
 }
 
 }  // namespace detail

@@ -25,6 +25,7 @@
 namespace ata::runtime {
 
 class StreamEvent;
+class TaskStream;
 
 namespace detail {
 class StreamState;
@@ -279,9 +280,24 @@ class StreamBodyOf final : public StreamBody {
   std::vector<Pending> pending_;  // one per worker, each written by its worker only
 };
 
-/// Runs one stream of `body` on `lanes` to its end; see TaskStream::run().
-StreamReport run_stream(Lanes& lanes, DeadlineTimer& timer, StreamBody& body,
-                        const StreamOptions& options, const std::stop_token& stop);
+/// Called once when an asynchronous stream completes, on the thread that completes it (a
+/// lane, the deadline timer's, a canceller's), with the error that ended it or its report.
+using StreamCompletion = std::function<void(std::exception_ptr, StreamReport)>;
+
+/// Throws ata::Error when the calling thread runs one of `lanes`' tasks (a blocking stream
+/// there would wait for itself).
+void refuse_own_thread(Lanes& lanes);
+/// Starts a stream of `body` on `stream`'s lanes; `on_complete` empty for a blocking stream
+/// (then wait_stream()). `body` must live until completion. Throws ata::InvalidArgument for a
+/// worker out of range and ShutdownError for lanes shut down, with nothing started.
+std::shared_ptr<StreamState> start_stream(TaskStream& stream, StreamBody& body,
+                                          const StreamOptions& options,
+                                          StreamCompletion on_complete);
+/// Waits for a blocking stream's end (ending it once `stop` is triggered); its report, or
+/// throws its error.
+StreamReport wait_stream(StreamState& state, const std::stop_token& stop);
+/// Ends the stream, if still alive, as a stop request does.
+void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept;
 
 }  // namespace detail
 
@@ -374,15 +390,21 @@ class TaskStream {
     static_assert(
         std::is_same_v<std::invoke_result_t<Consumer&, StreamDelivery<Result>&>, StreamVerdict>,
         "the consumer is called as consumer(StreamDelivery<R>&) and returns a StreamVerdict");
+    detail::refuse_own_thread(lanes_);
     detail::StreamBodyOf<std::remove_reference_t<Task>, std::remove_reference_t<Consumer>> body(
         task, consumer, lanes_.size());
-    return detail::run_stream(lanes_, *timer_, body, options, stop);
+    const auto state = detail::start_stream(*this, body, options, {});
+    return detail::wait_stream(*state, stop);
   }
 
   /// The lanes the streams run on.
   [[nodiscard]] Lanes& lanes() noexcept { return lanes_; }
 
  private:
+  friend std::shared_ptr<detail::StreamState> detail::start_stream(TaskStream&,
+                                                                   detail::StreamBody&,
+                                                                   const StreamOptions&,
+                                                                   detail::StreamCompletion);
   Lanes& lanes_;
   // Ends streams at their deadlines; its thread starts with the first deadline.
   std::unique_ptr<detail::DeadlineTimer> timer_;
