@@ -209,6 +209,10 @@ class LaneSet {
   // throws ata::Error on the set's own thread, which would wait for itself. Otherwise
   // allocates nothing and throws nothing.
   virtual void shutdown() = 0;
+  // Whether each lane has a thread of its own (WorkerPool), rather than sharing an executor's
+  // threads with other lanes and other work (posted lanes): a chunk that runs for long (a
+  // stream) gives a shared thread back after each task.
+  [[nodiscard]] virtual bool lanes_own_threads() const noexcept = 0;
 
  protected:
   // `what` names the kind in errors ("worker pool", "executor lanes").

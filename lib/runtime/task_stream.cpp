@@ -6,6 +6,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "ata/runtime/shutdown_error.hpp"
 #include "runtime/brief_lock.hpp"
@@ -142,7 +143,9 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
       lock.lock();
       changed_.wait(lock, [&] { return complete_; });
     }
-    if (error_) std::rethrow_exception(error_);
+    // Moved out: the state may die on a lane, and the exception's reference count lives in
+    // the uninstrumented libstdc++, where ThreadSanitizer cannot see it order anything.
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return std::move(report_);
   }
 
@@ -273,9 +276,14 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     }
     const auto deadline = deadline_;
     StreamCompletion on_complete = std::move(on_complete_);
-    std::exception_ptr error = error_;
+    // An asynchronous stream's outcome goes to its completion; a blocking one's stays for
+    // wait(). The error is moved out as in wait().
+    std::exception_ptr error;
     StreamReport report;
-    if (on_complete && !error) report = std::move(report_);
+    if (on_complete) {
+      error = std::exchange(error_, nullptr);
+      if (!error) report = std::move(report_);
+    }
     lock.unlock();
     if (deadline) timer_.cancel(*deadline);
     if (on_complete) {
@@ -397,8 +405,10 @@ void StreamState::run(Lane& lane) noexcept {
     delivering_.error = nullptr;
     end_if_idle_locked();
 
-    // Other work waits in this lane (a batch, another stream): run it first, and come back.
-    const bool yield = !ending_ && slot.busy && lane.has_queued();
+    // Other work waits in this lane (a batch, another stream), or the lane's thread is an
+    // executor's, shared with other lanes and work: let it run, and come back behind it.
+    const bool yield =
+        !ending_ && slot.busy && (!lanes_.lanes_own_threads() || lane.has_queued());
     if (to_enlist_.empty() && !yield) continue;
     slot.enlisting.assign(to_enlist_.begin(), to_enlist_.end());
     to_enlist_.clear();

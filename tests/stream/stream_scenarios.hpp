@@ -131,16 +131,17 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
     return Tags{ctx.task(), ctx.worker(), ctx.version()};
   };
   // Per worker, the version the consumer left after that worker's last delivery: its next
-  // task starts from exactly that version (it restarts in the same section).
+  // task starts from that version or a later one (exactly that one on a WorkerPool, where it
+  // restarts in the same section: stream_test.cpp).
   std::vector<std::uint64_t> restart_version(kLanes, 0);
-  bool restarts_exact = true;
+  bool restarts_current = true;
   std::vector<bool> delivered_once(kLanes, false);
   const auto consumer = [&](rt::StreamDelivery<Tags>& d) {
     const Tags& tags = d.value();
     const bool match =
         tags.task == d.task() && tags.worker == d.worker() && tags.version == d.start_version();
-    if (delivered_once[d.worker()] && d.start_version() != restart_version[d.worker()]) {
-      restarts_exact = false;
+    if (delivered_once[d.worker()] && d.start_version() < restart_version[d.worker()]) {
+      restarts_current = false;
     }
     ledger.note(d, match);
     // Accept two in three, advancing on each.
@@ -160,7 +161,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   CHECK(report.started <= kDeliveries + kLanes - 1);  // the ones running at the end
   CHECK(report.version == report.accepted);
   CHECK(report.failed == 0);
-  CHECK(restarts_exact);
+  CHECK(restarts_current);
   for (const Seen& s : ledger.seen()) CHECK(s.start_version <= s.version_after);
 }
 
@@ -174,10 +175,18 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   auto lanes = kind.make(rt::PoolOptions(2));
   rt::TaskStream stream(*lanes);
   Ledger ledger;
-  // Worker 0 returns at once; worker 1 waits until its stop.
+  // Worker 1 waits until its stop; worker 0 returns at once while worker 1 is inside a task,
+  // and pauses otherwise, so that a loaded machine cannot run it alone for long.
+  std::atomic<bool> slow_running = false;
   const auto task = [&](const rt::StreamContext& ctx) {
     ledger.started();
-    if (ctx.worker() == 1) wait_for_stop(ctx);
+    if (ctx.worker() == 1) {
+      slow_running = true;
+      wait_for_stop(ctx);
+      slow_running = false;
+    } else if (!slow_running.load()) {
+      std::this_thread::sleep_for(100us);
+    }
     return ctx.stop_requested();
   };
   std::size_t slow_stopped = 0;
@@ -185,6 +194,8 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   const auto consumer = [&](rt::StreamDelivery<bool>& d) {
     ledger.note(d, true);
     ledger.set_version_after(d.version());
+    // Bounded, should worker 1 never run: the checks below then fail.
+    if (ledger.seen().size() == 1'000'000) d.end_stream();
     if (d.worker() == 0) {
       // Only the end stops worker 0's tasks: they are never stale.
       fast_ever_stopped = fast_ever_stopped || (d.stopped() && !d.ending());
@@ -351,7 +362,8 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
                                       }
                                       return rt::StreamVerdict::accept;
                                     }),
-                         std::runtime_error, MessageMatches(ContainsSubstring("task 1")));
+                         // the first failure delivered, which need not be task 1's
+                         std::runtime_error, MessageMatches(ContainsSubstring("task ")));
     CHECK(ledger.problem() == "");
   }
   SECTION("value() of a failed task throws") {

@@ -65,6 +65,30 @@ TEST_CASE("a stream refuses workers out of range, and waiting for itself",
   CHECK_THAT(inner_error, ContainsSubstring("would wait for itself"));
 }
 
+TEST_CASE("on a WorkerPool a worker restarts from exactly the version its delivery left",
+          "[runtime][stream]") {
+  rt::WorkerPool pool(3);
+  rt::TaskStream stream(pool);
+  std::vector<std::uint64_t> left(3, 0);
+  std::vector<bool> delivered(3, false);
+  std::size_t exact = 0;
+  std::size_t later = 0;
+  const auto report = stream.run(
+      [](const rt::StreamContext&) {},
+      [&](rt::StreamDelivery<void>& d) {
+        if (delivered[d.worker()]) {
+          (d.start_version() == left[d.worker()] ? exact : later) += 1;
+        }
+        d.advance(d.worker() + 1);
+        if (d.task() == 500) d.end_stream();
+        left[d.worker()] = d.version();
+        delivered[d.worker()] = true;
+        return rt::StreamVerdict::accept;
+      });
+  CHECK(later == 0);
+  CHECK(exact + 3 >= report.started);
+}
+
 TEST_CASE("a slowed lane's streamed task takes its slowdown, and a stale stop cuts it short",
           "[runtime][stream]") {
   // Lane 1 sleeps an hour after each task, lane 0 not at all. With stale bound 1, lane 1's

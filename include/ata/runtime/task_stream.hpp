@@ -337,8 +337,9 @@ void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept;
 /// - The consumer is called on the worker that ran the task, under the stream's lock: its
 ///   calls never overlap, each happens before the next, and before every task started from a
 ///   version it set. It must be short: it holds up the other workers' deliveries. Its verdict
-///   (accept, reject) is counted; its worker then restarts at once, unless it is off the busy
-///   set or the stream is ending.
+///   (accept, reject) is counted; its worker then restarts from the version current then
+///   (on a WorkerPool with nothing else queued on the lane, in the same section: from exactly
+///   the version the consumer left), unless it is off the busy set or the stream is ending.
 /// - With a stale bound R, a running task gets a stop request once its delay (version -
 ///   start version) reaches R; its stop token is a fresh one per task.
 /// - The stream ends when the consumer calls end_stream(), the stop token given to run() is
@@ -347,9 +348,12 @@ void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept;
 ///   post its work (ata::Error). The tasks still running then get a stop request and are
 ///   delivered (StreamEvent::ending()); run() returns once the last is, with the report.
 ///   Nothing started is lost, whatever ends the stream.
-/// - A worker runs its tasks in a row while nothing else waits in its lane; when a batch or
-///   another stream has queued work there, the stream yields the lane after each task and
-///   comes back behind that work, so streams and batches share lanes task by task.
+/// - On a WorkerPool a worker runs its tasks in a row while nothing else waits in its lane;
+///   when a batch or another stream has queued work there, the stream yields the lane after
+///   the task and comes back behind that work, so streams and batches share lanes task by
+///   task. Posted lanes (AsioLanes, ArenaLanes) share their executor's threads with other
+///   lanes and work, so there the stream gives the thread back after every task (its lane
+///   posts its next run): one post per task, but no lane of the executor starves.
 /// - Slowdowns (PoolOptions) apply to every task; a stream's "round" for Slowdown::change_at()
 ///   is its version at the task's start, plus 1.
 ///
