@@ -90,9 +90,12 @@ TEST_CASE("async_run_stream completes a handler, a future and a coroutine with t
           io,
           [&, s]() -> asio::awaitable<void> {
             auto ledger = std::make_shared<Ledger>();
-            const auto report = co_await rt::async_run_stream(
-                stream, Tagging{ledger}, Counting{ledger, 30 + 10 * static_cast<std::size_t>(s)},
-                asio::use_awaitable);
+            // Named, not temporaries of the co_await expression: with temporaries, g++ 12's
+            // coroutine freed the ledger early here (ThreadSanitizer: a use after free).
+            const Tagging task{ledger};
+            const Counting consumer{ledger, 30 + 10 * static_cast<std::size_t>(s)};
+            const auto report =
+                co_await rt::async_run_stream(stream, task, consumer, asio::use_awaitable);
             problems[s] = ledger->problem();
             if (problems[s].empty()) problems[s] = report_problem(report, *ledger);
           },
