@@ -1,6 +1,7 @@
 #include "ata/runtime/task_stream.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <limits>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "runtime/deadline_timer.hpp"
 #include "runtime/durations.hpp"
 #include "runtime/lane_set.hpp"
+#include "runtime/spin.hpp"
 #include "runtime/task_clock.hpp"
 
 namespace ata::runtime {
@@ -135,6 +137,10 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   // Waits until the stream is complete (ending it when `stop` is triggered first), then
   // returns the report or throws the error that ended it. Blocking streams only.
   StreamReport wait(const std::stop_token& stop) {
+    // Polls first, as BatchScheduler::run() does: waking a sleeping thread costs more than a
+    // short stream's end (docs/runtime.md, "Why idle threads poll").
+    spin_until([&] { return completed_.load(std::memory_order_acquire); },
+               lanes_.options().idle_spin());
     std::unique_lock lock(mutex_);
     changed_.wait(lock, stop, [&] { return complete_; });
     if (!complete_) {
@@ -261,6 +267,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   bool complete_locked() noexcept {
     if (!ending_ || inside_ > 0 || complete_) return false;
     complete_ = true;
+    completed_.store(true, std::memory_order_release);
     report_.version = version_;
     report_.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - called_).count();
     return true;
@@ -324,6 +331,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   std::size_t busy_count_ = 0;     // workers kept busy
   bool ending_ = false;
   bool complete_ = false;
+  std::atomic<bool> completed_{false};  // complete_, for polling without the lock
   std::exception_ptr error_;
   std::optional<DeadlineTimer::Id> deadline_;
   StreamReport report_;
