@@ -45,8 +45,8 @@ int main() {
   // Worker i sleeps an exponential time of mean 2^i ms after each gradient.
   rt::PoolOptions options(4);
   for (std::size_t i = 0; i < options.workers(); ++i) {
-    options.set_slowdown(
-        i, rt::Slowdown::sleep(ata::models::TimeModel::exponential(std::ldexp(1.0, static_cast<int>(i)))));
+    options.set_slowdown(i, rt::Slowdown::sleep(ata::models::TimeModel::exponential(
+                                std::ldexp(1.0, static_cast<int>(i)))));
   }
   rt::WorkerPool pool(options);
   rt::TaskStream stream(pool);

@@ -89,8 +89,8 @@ namespace detail {
 // stream when nobody is inside) completes it once, in leave_locked().
 class StreamState final : public Chunk, public std::enable_shared_from_this<StreamState> {
  public:
-  StreamState(LaneSet& lanes, DeadlineTimer& timer, StreamBody& body,
-              const StreamOptions& options, StreamCompletion on_complete)
+  StreamState(LaneSet& lanes, DeadlineTimer& timer, StreamBody& body, const StreamOptions& options,
+              StreamCompletion on_complete)
       : lanes_(lanes),
         timer_(timer),
         body_(body),
@@ -172,16 +172,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   }
 
   // What the consumer sees and does, under mutex_ (StreamEvent's methods).
-  struct Delivery {
-    std::size_t task = 0;
-    std::size_t worker = 0;
-    std::uint64_t start_version = 0;
-    std::chrono::nanoseconds started{0};
-    std::chrono::nanoseconds duration{0};
-    StreamOutcome outcome = StreamOutcome::completed;
-    std::exception_ptr error;
-  };
-  [[nodiscard]] const Delivery& delivery() const noexcept { return delivering_; }
+  [[nodiscard]] const DeliveryFacts& delivery() const noexcept { return delivering_; }
   [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
   [[nodiscard]] bool ending() const noexcept { return ending_; }
   [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
@@ -192,8 +183,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
                    : version_ + steps;
     if (!stale_bound_) return;
     for (auto& slot : slots_) {
-      if (slot.running && version_ - slot.version >= *stale_bound_ &&
-          !slot.stop.stop_requested()) {
+      if (slot.running && version_ - slot.version >= *stale_bound_ && !slot.stop.stop_requested()) {
         slot.stop.request_stop();
         ++report_.stale_stops;
       }
@@ -269,7 +259,8 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     complete_ = true;
     completed_.store(true, std::memory_order_release);
     report_.version = version_;
-    report_.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - called_).count();
+    report_.wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - called_).count();
     return true;
   }
 
@@ -336,7 +327,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   std::optional<DeadlineTimer::Id> deadline_;
   StreamReport report_;
   std::vector<std::size_t> to_enlist_;  // put back during the current delivery
-  Delivery delivering_;            // the delivery being made
+  DeliveryFacts delivering_;            // the delivery being made
 };
 
 void StreamState::run(Lane& lane) noexcept {
@@ -380,13 +371,13 @@ void StreamState::run(Lane& lane) noexcept {
     const StreamOutcome outcome = ctx.stop_requested() ? StreamOutcome::stopped
                                   : error              ? StreamOutcome::failed
                                                        : StreamOutcome::completed;
-    delivering_ = Delivery{ctx.task(),
-                           worker,
-                           ctx.version(),
-                           clock_.to_duration(started - start_ticks_),
-                           clock_.to_duration(ended - started),
-                           outcome,
-                           std::move(error)};
+    delivering_ = DeliveryFacts{ctx.task(),
+                                worker,
+                                ctx.version(),
+                                clock_.to_duration(started - start_ticks_),
+                                clock_.to_duration(ended - started),
+                                outcome,
+                                std::move(error)};
     switch (outcome) {
       case StreamOutcome::completed:
         ++report_.completed;
@@ -415,8 +406,7 @@ void StreamState::run(Lane& lane) noexcept {
 
     // Other work waits in this lane (a batch, another stream), or the lane's thread is an
     // executor's, shared with other lanes and work: let it run, and come back behind it.
-    const bool yield =
-        !ending_ && slot.busy && (!lanes_.lanes_own_threads() || lane.has_queued());
+    const bool yield = !ending_ && slot.busy && (!lanes_.lanes_own_threads() || lane.has_queued());
     if (to_enlist_.empty() && !yield) continue;
     slot.enlisting.assign(to_enlist_.begin(), to_enlist_.end());
     to_enlist_.clear();
@@ -458,15 +448,8 @@ std::vector<std::size_t> first_workers(const StreamOptions& options, std::size_t
 }  // namespace
 
 void fill_event(StreamState& state, StreamEvent& event) noexcept {
-  const StreamState::Delivery& delivery = state.delivery();
   event.state_ = &state;
-  event.task_ = delivery.task;
-  event.worker_ = delivery.worker;
-  event.start_version_ = delivery.start_version;
-  event.started_ = delivery.started;
-  event.duration_ = delivery.duration;
-  event.outcome_ = delivery.outcome;
-  event.error_ = delivery.error;
+  event.facts_ = state.delivery();
 }
 
 void refuse_own_thread(Lanes& lanes) {

@@ -128,8 +128,7 @@ TEST_CASE("async_run_stream: a cancellation ends the stream as a stop; errors co
           wait_for_stop(ctx);
         },
         [ledger](rt::StreamDelivery<void>& d) {
-          ledger->note(d, true);
-          ledger->set_version_after(d.version());
+          ledger->record(d);
           return rt::StreamVerdict::accept;
         },
         asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, keep)));
@@ -171,10 +170,9 @@ TEST_CASE("async_run_stream: a cancellation ends the stream as a stop; errors co
 
 TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX "async_run_stream runs on the kind's lanes",
                         "[runtime][stream][async]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
+  StreamRig<TestType> rig(3);
   CAPTURE(TestType::name);
-  auto lanes = kind.make(rt::PoolOptions(3));
-  rt::TaskStream stream(*lanes);
+  rt::TaskStream& stream = rig.stream;
   auto ledger = std::make_shared<Ledger>();
   auto future = rt::async_run_stream(stream, Tagging{ledger}, Counting{ledger, 200},
                                      asio::use_future);

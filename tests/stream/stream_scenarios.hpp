@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <stop_token>
@@ -73,6 +74,12 @@ class Ledger {
     seen_.push_back(Seen{d.task(), d.worker(), d.start_version(), d.version(), d.delay(),
                          d.outcome(), d.ending(), tags_match, d.duration()});
   }
+  // note(), for a delivery whose tags are not checked, once the consumer is done with it.
+  template <class Result>
+  void record(rt::StreamDelivery<Result>& d) {
+    note(d, true);
+    set_version_after(d.version());
+  }
   // The version after the consumer returned, for the last delivery noted.
   void set_version_after(std::uint64_t version) { seen_.back().version_after = version; }
   [[nodiscard]] std::size_t tasks_started() const { return started_.load(); }
@@ -103,6 +110,16 @@ class Ledger {
   std::vector<Seen> seen_;
 };
 
+// A kind's lanes and a stream on them.
+template <class Kind>
+struct StreamRig {
+  explicit StreamRig(std::size_t lanes_wanted)
+      : lanes(kind.make(rt::PoolOptions(lanes_wanted))), stream(*lanes) {}
+  Kind kind;
+  std::unique_ptr<rt::Lanes> lanes;
+  rt::TaskStream stream;
+};
+
 // A report agrees with the ledger: counts add up, per-worker tasks sum to the total.
 inline std::string report_problem(const rt::StreamReport& report, const Ledger& ledger) {
   if (report.started != ledger.tasks_started()) return "report.started differs";
@@ -119,12 +136,11 @@ inline std::string report_problem(const rt::StreamReport& report, const Ledger& 
 TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
                         "each task is delivered once, tagged with its worker and start version",
                         "[runtime][stream]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
-  CAPTURE(TestType::name);
   constexpr std::size_t kLanes = 3;
   constexpr std::size_t kDeliveries = 300;
-  auto lanes = kind.make(rt::PoolOptions(kLanes));
-  rt::TaskStream stream(*lanes);
+  StreamRig<TestType> rig(kLanes);
+  CAPTURE(TestType::name);
+  rt::TaskStream& stream = rig.stream;
   Ledger ledger;
   const auto task = [&](const rt::StreamContext& ctx) {
     ledger.started();
@@ -169,11 +185,10 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
                         "a task whose delay reaches the stale bound is stopped and delivered as "
                         "stopped",
                         "[runtime][stream]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
-  CAPTURE(TestType::name);
   constexpr std::uint64_t kBound = 3;
-  auto lanes = kind.make(rt::PoolOptions(2));
-  rt::TaskStream stream(*lanes);
+  StreamRig<TestType> rig(2);
+  CAPTURE(TestType::name);
+  rt::TaskStream& stream = rig.stream;
   Ledger ledger;
   // Worker 1 waits until its stop; worker 0 returns at once while worker 1 is inside a task,
   // and pauses otherwise, so that a loaded machine cannot run it alone for long.
@@ -192,8 +207,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   std::size_t slow_stopped = 0;
   bool fast_ever_stopped = false;
   const auto consumer = [&](rt::StreamDelivery<bool>& d) {
-    ledger.note(d, true);
-    ledger.set_version_after(d.version());
+    ledger.record(d);
     // Bounded, should worker 1 never run: the checks below then fail.
     if (ledger.seen().size() == 1'000'000) d.end_stream();
     if (d.worker() == 0) {
@@ -228,10 +242,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
                         "a stream ends on the consumer, a stop request, a deadline or no workers, "
                         "delivering what runs",
                         "[runtime][stream]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
+  StreamRig<TestType> rig(3);
   CAPTURE(TestType::name);
-  auto lanes = kind.make(rt::PoolOptions(3));
-  rt::TaskStream stream(*lanes);
+  rt::TaskStream& stream = rig.stream;
   Ledger ledger;
   // Worker 0 returns at once; the others wait for their stop, so each end has tasks to stop.
   const auto task = [&](const rt::StreamContext& ctx) {
@@ -242,8 +255,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
 
   SECTION("the consumer") {
     const auto report = stream.run(task, [&](rt::StreamDelivery<void>& d) {
-      ledger.note(d, true);
-      ledger.set_version_after(d.version());
+      ledger.record(d);
       if (deliveries.fetch_add(1) + 1 == 50) d.end_stream();
       return rt::StreamVerdict::accept;
     });
@@ -259,8 +271,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
     const auto report = stream.run(
         task,
         [&](rt::StreamDelivery<void>& d) {
-          ledger.note(d, true);
-          ledger.set_version_after(d.version());
+          ledger.record(d);
           deliveries.fetch_add(1);
           return rt::StreamVerdict::accept;
         },
@@ -273,8 +284,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
     const auto report = stream.run(
         task,
         [&](rt::StreamDelivery<void>& d) {
-          ledger.note(d, true);
-          ledger.set_version_after(d.version());
+          ledger.record(d);
           return rt::StreamVerdict::accept;
         },
         rt::StreamOptions{}.set_deadline(20ms));
@@ -294,8 +304,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
     const auto report = stream.run(
         task,
         [&](rt::StreamDelivery<void>& d) {
-          ledger.note(d, true);
-          ledger.set_version_after(d.version());
+          ledger.record(d);
           if (ledger.seen().size() == 10) d.keep_busy(0, false);
           return rt::StreamVerdict::accept;
         },
@@ -316,10 +325,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
 TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
                         "a failing task is delivered as failed; rethrown, it ends the stream",
                         "[runtime][stream][errors]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
+  StreamRig<TestType> rig(2);
   CAPTURE(TestType::name);
-  auto lanes = kind.make(rt::PoolOptions(2));
-  rt::TaskStream stream(*lanes);
+  rt::TaskStream& stream = rig.stream;
   Ledger ledger;
   const auto task = [&](const rt::StreamContext& ctx) -> std::size_t {
     ledger.started();
@@ -330,8 +338,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
     bool messages_right = true;
     bool values_right = true;
     const auto report = stream.run(task, [&](rt::StreamDelivery<std::size_t>& d) {
-      ledger.note(d, true);
-      ledger.set_version_after(d.version());
+      ledger.record(d);
       if (d.failed()) {
         try {
           std::rethrow_exception(d.error());
@@ -355,8 +362,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   SECTION("rethrown by the consumer: run() throws it, after every delivery") {
     CHECK_THROWS_MATCHES(stream.run(task,
                                     [&](rt::StreamDelivery<std::size_t>& d) {
-                                      ledger.note(d, true);
-                                      ledger.set_version_after(d.version());
+                                      ledger.record(d);
                                       if (d.failed() && !d.ending()) {
                                         std::rethrow_exception(d.error());
                                       }
@@ -369,8 +375,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   SECTION("value() of a failed task throws") {
     CHECK_THROWS_MATCHES(stream.run(task,
                                     [&](rt::StreamDelivery<std::size_t>& d) {
-                                      ledger.note(d, true);
-                                      ledger.set_version_after(d.version());
+                                      ledger.record(d);
                                       (void)d.value();
                                       return rt::StreamVerdict::accept;
                                     }),
@@ -383,10 +388,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
                         "lanes shut down mid-stream: every running task is delivered, run() "
                         "throws ShutdownError",
                         "[runtime][stream][shutdown]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
+  StreamRig<TestType> rig(3);
   CAPTURE(TestType::name);
-  auto lanes = kind.make(rt::PoolOptions(3));
-  rt::TaskStream stream(*lanes);
+  rt::TaskStream& stream = rig.stream;
   Ledger ledger;
   std::atomic<std::size_t> waiting = 0;
   const auto task = [&](const rt::StreamContext& ctx) {
@@ -398,12 +402,11 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
   };
   std::thread shutter([&] {
     (void)eventually([&] { return waiting.load() == 3; });
-    lanes->shutdown();
+    rig.lanes->shutdown();
   });
   CHECK_THROWS_AS(stream.run(task,
                              [&](rt::StreamDelivery<void>& d) {
-                               ledger.note(d, true);
-                               ledger.set_version_after(d.version());
+                               ledger.record(d);
                                return rt::StreamVerdict::accept;
                              }),
                   rt::ShutdownError);
@@ -421,10 +424,9 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
 
 TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX "the consumer changes which workers are kept busy",
                         "[runtime][stream]" ATA_STREAM_TAG, LaneKinds) {
-  TestType kind;
+  StreamRig<TestType> rig(3);
   CAPTURE(TestType::name);
-  auto lanes = kind.make(rt::PoolOptions(3));
-  rt::TaskStream stream(*lanes);
+  rt::TaskStream& stream = rig.stream;
   Ledger ledger;
   const auto task = [&](const rt::StreamContext&) { ledger.started(); };
   // Worker 0 alone for 10 tasks, then workers 1 and 2 instead, until each delivered 5.
@@ -434,8 +436,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX "the consumer changes which workers ar
   const auto report = stream.run(
       task,
       [&](rt::StreamDelivery<void>& d) {
-        ledger.note(d, true);
-        ledger.set_version_after(d.version());
+        ledger.record(d);
         if (zero_off && d.worker() == 0) ++delivered_by_zero_after_off;
         ++delivered[d.worker()];
         if (ledger.seen().size() == 10) {

@@ -140,8 +140,7 @@ TEST_CASE("streams and batches share lanes task by task", "[runtime][stream]") {
   const auto report = stream.run(
       [&](const rt::StreamContext&) { ledger.started(); },
       [&](rt::StreamDelivery<void>& d) {
-        ledger.note(d, true);
-        ledger.set_version_after(d.version());
+        ledger.record(d);
         if (batches_done.load()) d.end_stream();
         return rt::StreamVerdict::accept;
       },

@@ -13,7 +13,6 @@
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
-#include <concepts>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -28,7 +27,8 @@ namespace detail {
 /// One asynchronous stream: owns the task, the consumer and the handler until the handler has
 /// run.
 template <class Task, class Consumer, class Handler>
-class AsyncStream final : public std::enable_shared_from_this<AsyncStream<Task, Consumer, Handler>> {
+class AsyncStream final
+    : public std::enable_shared_from_this<AsyncStream<Task, Consumer, Handler>> {
  public:
   AsyncStream(TaskStream& stream, Task task, Consumer consumer, Handler handler)
       : task_(std::move(task)),
@@ -50,11 +50,11 @@ class AsyncStream final : public std::enable_shared_from_this<AsyncStream<Task, 
     std::shared_ptr<StreamState> state;
     try {
       // The completion keeps this operation, so the body, alive until the stream is over.
-      state = start_stream(stream, body_, options,
-                           [self = this->shared_from_this()](std::exception_ptr error,
-                                                             StreamReport report) {
-                             self->post_completion(std::move(error), std::move(report));
-                           });
+      state = start_stream(
+          stream, body_, options,
+          [self = this->shared_from_this()](std::exception_ptr error, StreamReport report) {
+            self->post_completion(std::move(error), std::move(report));
+          });
     } catch (...) {
       post_completion(std::current_exception(), StreamReport{});
       return;
@@ -87,10 +87,9 @@ class AsyncStream final : public std::enable_shared_from_this<AsyncStream<Task, 
     // handler, run out of work and let its io_context die while this thread is inside post().
     const auto posting = boost::asio::make_work_guard(work_.get_executor());
     try {
-      boost::asio::post(work_.get_executor(),
-                        [self, error, report = std::move(report)]() mutable {
-                          self->complete(std::move(error), std::move(report));
-                        });
+      boost::asio::post(work_.get_executor(), [self, error, report = std::move(report)]() mutable {
+        self->complete(std::move(error), std::move(report));
+      });
     } catch (...) {
       complete(std::move(error), std::move(report));
     }
@@ -122,9 +121,9 @@ struct InitiateAsyncStream {
                   const StreamOptions& options) const {
     using Operation =
         AsyncStream<std::decay_t<Task>, std::decay_t<Consumer>, std::decay_t<Handler>>;
-    auto operation =
-        std::make_shared<Operation>(*stream, std::forward<Task>(task),
-                                    std::forward<Consumer>(consumer), std::forward<Handler>(handler));
+    auto operation = std::make_shared<Operation>(*stream, std::forward<Task>(task),
+                                                 std::forward<Consumer>(consumer),
+                                                 std::forward<Handler>(handler));
     operation->start(*stream, options);
   }
 };
@@ -163,18 +162,19 @@ struct InitiateAsyncStream {
 /// any number of times at once. The TaskStream must outlive the operation. Only a failure to
 /// allocate the operation itself is thrown by async_run_stream().
 template <class Task, class Consumer, class CompletionToken>
-  requires std::invocable<std::decay_t<Task>&, const StreamContext&>
 auto async_run_stream(TaskStream& stream, Task&& task, Consumer&& consumer,
                       const StreamOptions& options, CompletionToken&& token) {
+  static_assert(std::is_invocable_v<std::decay_t<Task>&, const StreamContext&>,
+                "a streamed task is called as task(const StreamContext&)");
   using Result = std::invoke_result_t<std::decay_t<Task>&, const StreamContext&>;
-  static_assert(std::is_void_v<Result> ||
-                    (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
-                "a streamed task returns void or a movable value (not a reference)");
-  static_assert(std::is_same_v<std::invoke_result_t<std::decay_t<Consumer>&,
-                                                    StreamDelivery<Result>&>,
-                               StreamVerdict>,
-                "the consumer is called as consumer(StreamDelivery<R>&) and returns a "
-                "StreamVerdict");
+  static_assert(
+      std::is_void_v<Result> || (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
+      "a streamed task returns void or a movable value (not a reference)");
+  static_assert(
+      std::is_same_v<std::invoke_result_t<std::decay_t<Consumer>&, StreamDelivery<Result>&>,
+                     StreamVerdict>,
+      "the consumer is called as consumer(StreamDelivery<R>&) and returns a "
+      "StreamVerdict");
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, StreamReport)>(
       detail::InitiateAsyncStream{}, token, &stream, std::forward<Task>(task),
       std::forward<Consumer>(consumer), options);
@@ -182,7 +182,6 @@ auto async_run_stream(TaskStream& stream, Task&& task, Consumer&& consumer,
 
 /// async_run_stream() with the default StreamOptions.
 template <class Task, class Consumer, class CompletionToken>
-  requires std::invocable<std::decay_t<Task>&, const StreamContext&>
 auto async_run_stream(TaskStream& stream, Task&& task, Consumer&& consumer,
                       CompletionToken&& token) {
   return async_run_stream(stream, std::forward<Task>(task), std::forward<Consumer>(consumer),

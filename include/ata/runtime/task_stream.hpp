@@ -6,7 +6,6 @@
 /// BatchScheduler.
 
 #include <chrono>
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -24,6 +23,13 @@
 
 namespace ata::runtime {
 
+/// How a streamed task ended.
+enum class StreamOutcome : std::uint8_t {
+  completed,  ///< it returned, and no stop was requested before it did
+  stopped,    ///< a stop was requested before it ended (stale, or the stream ending): censored
+  failed,     ///< it threw: StreamDelivery::error() holds the exception
+};
+
 class StreamEvent;
 class TaskStream;
 
@@ -32,16 +38,19 @@ class StreamState;
 class DeadlineTimer;
 template <class Task, class Consumer>
 class StreamBodyOf;
+/// What a delivery says of its task (StreamEvent's accessors).
+struct DeliveryFacts {
+  std::size_t task = 0;
+  std::size_t worker = 0;
+  std::uint64_t start_version = 0;
+  std::chrono::nanoseconds started{0};
+  std::chrono::nanoseconds duration{0};
+  StreamOutcome outcome = StreamOutcome::completed;
+  std::exception_ptr error;
+};
 /// Fills `event`'s untyped part with the delivery `state` is making.
 void fill_event(StreamState& state, StreamEvent& event) noexcept;
 }  // namespace detail
-
-/// How a streamed task ended.
-enum class StreamOutcome : std::uint8_t {
-  completed,  ///< it returned, and no stop was requested before it did
-  stopped,    ///< a stop was requested before it ended (stale, or the stream ending): censored
-  failed,     ///< it threw: StreamDelivery::error() holds the exception
-};
 
 /// Why a stream ended.
 enum class StreamEnd : std::uint8_t {
@@ -124,26 +133,28 @@ class StreamEvent {
   StreamEvent& operator=(const StreamEvent&) = delete;
 
   /// The task's number in the stream's start order (StreamContext::task()).
-  [[nodiscard]] std::size_t task() const noexcept { return task_; }
+  [[nodiscard]] std::size_t task() const noexcept { return facts_.task; }
   /// The worker (lane) that ran it.
-  [[nodiscard]] std::size_t worker() const noexcept { return worker_; }
+  [[nodiscard]] std::size_t worker() const noexcept { return facts_.worker; }
   /// The version it started from (StreamContext::version()).
-  [[nodiscard]] std::uint64_t start_version() const noexcept { return start_version_; }
+  [[nodiscard]] std::uint64_t start_version() const noexcept { return facts_.start_version; }
   /// The stream's version now (advance() raises it).
   [[nodiscard]] std::uint64_t version() const noexcept;
   /// version() - start_version(): how many versions the result is behind.
-  [[nodiscard]] std::uint64_t delay() const noexcept { return version() - start_version_; }
+  [[nodiscard]] std::uint64_t delay() const noexcept { return version() - facts_.start_version; }
   /// When the task started on its worker, since run() was called.
-  [[nodiscard]] std::chrono::nanoseconds started() const noexcept { return started_; }
+  [[nodiscard]] std::chrono::nanoseconds started() const noexcept { return facts_.started; }
   /// How long it ran on its worker, slowdown included (up to its stop, for a stopped task).
-  [[nodiscard]] std::chrono::nanoseconds duration() const noexcept { return duration_; }
-  [[nodiscard]] StreamOutcome outcome() const noexcept { return outcome_; }
-  [[nodiscard]] bool completed() const noexcept { return outcome_ == StreamOutcome::completed; }
-  [[nodiscard]] bool stopped() const noexcept { return outcome_ == StreamOutcome::stopped; }
-  [[nodiscard]] bool failed() const noexcept { return outcome_ == StreamOutcome::failed; }
+  [[nodiscard]] std::chrono::nanoseconds duration() const noexcept { return facts_.duration; }
+  [[nodiscard]] StreamOutcome outcome() const noexcept { return facts_.outcome; }
+  [[nodiscard]] bool completed() const noexcept {
+    return facts_.outcome == StreamOutcome::completed;
+  }
+  [[nodiscard]] bool stopped() const noexcept { return facts_.outcome == StreamOutcome::stopped; }
+  [[nodiscard]] bool failed() const noexcept { return facts_.outcome == StreamOutcome::failed; }
   /// The task's exception when failed(), else null. Rethrow it from the consumer to end the
   /// stream with it.
-  [[nodiscard]] const std::exception_ptr& error() const noexcept { return error_; }
+  [[nodiscard]] const std::exception_ptr& error() const noexcept { return facts_.error; }
   /// Whether the stream is ending: its worker will not be restarted, whatever the consumer
   /// says (the deliveries of the tasks still running at the end come with ending() true).
   [[nodiscard]] bool ending() const noexcept;
@@ -170,13 +181,7 @@ class StreamEvent {
  private:
   friend void detail::fill_event(detail::StreamState& state, StreamEvent& event) noexcept;
   detail::StreamState* state_ = nullptr;
-  std::size_t task_ = 0;
-  std::size_t worker_ = 0;
-  std::uint64_t start_version_ = 0;
-  std::chrono::nanoseconds started_{0};
-  std::chrono::nanoseconds duration_{0};
-  StreamOutcome outcome_ = StreamOutcome::completed;
-  std::exception_ptr error_;
+  detail::DeliveryFacts facts_;
 };
 
 /// A delivery with the task's result: value() holds what the task returned (unless it
@@ -384,9 +389,10 @@ class TaskStream {
   /// whatever the consumer throws. In every case but the first two, every task started was
   /// delivered before run() throws.
   template <class Task, class Consumer>
-    requires std::invocable<Task&, const StreamContext&>
   StreamReport run(Task&& task, Consumer&& consumer, const StreamOptions& options = {},
                    const std::stop_token& stop = {}) {
+    static_assert(std::is_invocable_v<Task&, const StreamContext&>,
+                  "a streamed task is called as task(const StreamContext&)");
     using Result = std::invoke_result_t<Task&, const StreamContext&>;
     static_assert(std::is_void_v<Result> ||
                       (std::is_object_v<Result> && std::is_move_constructible_v<Result>),
@@ -405,8 +411,7 @@ class TaskStream {
   [[nodiscard]] Lanes& lanes() noexcept { return lanes_; }
 
  private:
-  friend std::shared_ptr<detail::StreamState> detail::start_stream(TaskStream&,
-                                                                   detail::StreamBody&,
+  friend std::shared_ptr<detail::StreamState> detail::start_stream(TaskStream&, detail::StreamBody&,
                                                                    const StreamOptions&,
                                                                    detail::StreamCompletion);
   Lanes& lanes_;
