@@ -107,9 +107,10 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     for (auto& slot : slots_) slot.enlisting.reserve(lanes.size());
   }
 
-  // Keeps `workers` busy: queues the stream on their lanes, all or none (throws ShutdownError
-  // when the lanes are shut down, queuing nothing).
-  void start(std::span<const std::size_t> workers) {
+  // Keeps `workers` busy: queues the stream on their lanes, all or none. Lanes shut down
+  // refuse it (ShutdownError), which ends the stream with that error, through completion like
+  // every other end: a deadline may have completed it already.
+  void start(std::span<const std::size_t> workers) noexcept {
     {
       std::lock_guard lock(mutex_);
       for (std::size_t worker : workers) {
@@ -118,7 +119,14 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
       }
       busy_count_ = workers.size();
     }
-    lanes_.submit(shared_from_this(), workers);
+    try {
+      lanes_.submit(shared_from_this(), workers);
+    } catch (...) {
+      std::unique_lock lock(mutex_);
+      for (std::size_t worker : workers) slots_[worker].enlisted = false;
+      if (!ending_) fail_locked(std::current_exception());
+      leave_locked(lock);
+    }
   }
 
   // The deadline's timer entry, cancelled at completion. Before start().
@@ -175,7 +183,6 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   [[nodiscard]] const DeliveryFacts& delivery() const noexcept { return delivering_; }
   [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
   [[nodiscard]] bool ending() const noexcept { return ending_; }
-  [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
 
   void advance(std::uint64_t steps) noexcept {
     version_ = steps > std::numeric_limits<std::uint64_t>::max() - version_
@@ -472,22 +479,15 @@ std::shared_ptr<StreamState> start_stream(TaskStream& stream, StreamBody& body,
     state->end_from_outside(StreamEnd::deadline);
     return state;
   }
-  std::optional<DeadlineTimer::Id> deadline;
   if (options.deadline()) {
-    deadline = stream.timer_->schedule(
+    state->set_deadline(stream.timer_->schedule(
         saturating_add(called, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                    *options.deadline())),
         [weak = std::weak_ptr<StreamState>(state)] {
           if (const auto alive = weak.lock()) alive->end_from_outside(StreamEnd::deadline);
-        });
-    state->set_deadline(*deadline);
+        }));
   }
-  try {
-    state->start(workers);
-  } catch (...) {
-    if (deadline) stream.timer_->cancel(*deadline);
-    throw;
-  }
+  state->start(workers);
   return state;
 }
 

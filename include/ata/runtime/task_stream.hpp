@@ -26,8 +26,10 @@ namespace ata::runtime {
 /// How a streamed task ended.
 enum class StreamOutcome : std::uint8_t {
   completed,  ///< it returned, and no stop was requested before it did
-  stopped,    ///< a stop was requested before it ended (stale, or the stream ending): censored
-  failed,     ///< it threw: StreamDelivery::error() holds the exception
+  /// A stop was requested before it ended (stale, the stream ending, a shutdown), whatever it
+  /// then returned or threw (error() holds what it threw): its time is censored.
+  stopped,
+  failed,  ///< it threw without a stop request: StreamEvent::error() holds the exception
 };
 
 class StreamEvent;
@@ -294,7 +296,8 @@ using StreamCompletion = std::function<void(std::exception_ptr, StreamReport)>;
 void refuse_own_thread(Lanes& lanes);
 /// Starts a stream of `body` on `stream`'s lanes; `on_complete` empty for a blocking stream
 /// (then wait_stream()). `body` must live until completion. Throws ata::InvalidArgument for a
-/// worker out of range and ShutdownError for lanes shut down, with nothing started.
+/// worker out of range, with nothing started; lanes shut down end the stream at once with
+/// ShutdownError, through its completion.
 std::shared_ptr<StreamState> start_stream(TaskStream& stream, StreamBody& body,
                                           const StreamOptions& options,
                                           StreamCompletion on_complete);
