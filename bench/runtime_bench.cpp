@@ -4,12 +4,15 @@
 //   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5 --benchmark_filter=-IdleSpin
 // BM_AtaIdleSpin measures the latency of back-to-back batches against idle polling:
 //   ./build/bench/ata_bench_runtime --benchmark_min_time=0.5 --benchmark_filter=IdleSpin
+// BM_AtaStream is a TaskStream's cost per task on the same pool, beside the batches':
+//   ./build/bench/ata_bench_runtime --benchmark_filter='BM_Ata/allocated_uta/|BM_AtaStream'
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <latch>
 #include <memory>
@@ -151,6 +154,33 @@ void BM_AsioThreadPool(benchmark::State& state) {
   count_tasks(state, batch);
 }
 
+// A TaskStream on the same pool: empty tasks on both workers, a consumer that accepts and
+// advances the version at each delivery and ends the stream at the `tasks`-th. per_task is the
+// stream's wall time (start to last delivery, its end's stopped tasks included) per task
+// delivered, to compare with BM_Ata's batches. `stale_bound`: with it, each advance scans the
+// running tasks for stale ones.
+void BM_AtaStream(benchmark::State& state, std::optional<std::uint64_t> stale_bound) {
+  const auto tasks = static_cast<std::size_t>(state.range(0));
+  ata::runtime::WorkerPool pool(kThreads);
+  ata::runtime::TaskStream stream(pool);
+  ata::runtime::StreamOptions options;
+  if (stale_bound) options.set_stale_bound(*stale_bound);
+  std::size_t delivered = 0;
+  for (auto _ : state) {
+    std::size_t seen = 0;
+    const auto report = stream.run([](const ata::runtime::StreamContext&) {},
+                                   [&](ata::runtime::StreamDelivery<void>& d) {
+                                     d.advance();
+                                     if (++seen == tasks) d.end_stream();
+                                     return ata::runtime::StreamVerdict::accept;
+                                   },
+                                   options);
+    delivered += report.started;
+  }
+  state.counters["per_task"] = benchmark::Counter(
+      static_cast<double>(delivered), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 // Latency of back-to-back batches against how long idle threads poll before sleeping
 // (PoolOptions::set_idle_spin), allocated mode.
 void BM_AtaIdleSpin(benchmark::State& state) {
@@ -202,6 +232,19 @@ BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks_norecords, std::string("ata-e")
 // Every task's time observed under the policy's lock (needs_every_sample()).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_auto, std::string("ata-auto"), false)->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"), false)->Apply(Batches);
+// Streams of as many tasks as the batches above have, and a long one (its steady state).
+BENCHMARK_CAPTURE(BM_AtaStream, stream, std::nullopt)
+    ->ArgName("tasks")
+    ->Arg(64)
+    ->Arg(1024)
+    ->Arg(16384)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AtaStream, stream_stale_bound, std::uint64_t{2})
+    ->ArgName("tasks")
+    ->Arg(1024)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TbbTaskGroup)->Apply(Batches);
 BENCHMARK(BM_TbbParallelFor)->Apply(Batches);
 BENCHMARK(BM_AsioThreadPool)->Apply(Batches);

@@ -32,6 +32,7 @@
 #include "ata/runtime/shutdown_error.hpp"
 #include "ata/runtime/slowdown.hpp"
 #include "ata/runtime/task_context.hpp"
+#include "ata/runtime/task_stream.hpp"
 #include "ata/runtime/trace_recorder.hpp"
 #include "ata/runtime/worker_pool.hpp"
 #include "ata/sim/eofta_policy.hpp"

@@ -63,36 +63,6 @@ TightTimerSlack::~TightTimerSlack() {
 Lane::Lane(std::size_t index, Slowdown slowdown, std::uint64_t run_seed)
     : index_(index), slowdown_(std::move(slowdown)), rng_(run_seed, index) {}
 
-void Lane::run_slowed(TaskBody& body, const TaskContext& ctx, std::size_t round) {
-  switch (slowdown_.kind()) {
-    case Slowdown::Kind::none:
-      body.execute(ctx);
-      return;
-    case Slowdown::Kind::repeat:
-      body.execute(ctx);
-      for (std::size_t run = 1; run < slowdown_.repetitions() && !ctx.stop_requested(); ++run) {
-        body.execute(ctx);
-      }
-      return;
-    case Slowdown::Kind::sleep: {
-      // Drawn first, so every task started consumes exactly one draw, whatever it does.
-      const auto delay = slowdown_.draw(round, rng_);
-      body.execute(ctx);
-      std::unique_lock lock(pause_mutex_);
-      pause_.wait_for(lock, ctx.stop_token(), delay, [] { return false; });
-      return;
-    }
-    case Slowdown::Kind::burn: {
-      const auto delay = slowdown_.draw(round, rng_);
-      body.execute(ctx);
-      const auto deadline = Clock::now() + delay;
-      while (Clock::now() < deadline && !ctx.stop_requested()) {
-      }
-      return;
-    }
-  }
-}
-
 LaneSet::LaneSet(const PoolOptions& options, std::string what)
     : options_(options),
       what_(std::move(what)),

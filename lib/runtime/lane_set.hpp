@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -67,9 +68,20 @@ class Lane {
     finished_.store(finished_.load(std::memory_order_relaxed) + tasks, std::memory_order_release);
   }
 
+  // Whether chunks wait in this lane's queue (a hint: read without the lock). A chunk that
+  // runs for long (a stream) yields the lane when it is true.
+  [[nodiscard]] bool has_queued() const noexcept {
+    return queued_.load(std::memory_order_relaxed) > 0;
+  }
+
   // Runs ctx's task through `body`, slowed down as this lane is in round `round`. Only from
   // the chunk this lane runs: the generator and the pause state are unsynchronised.
-  void run_slowed(TaskBody& body, const TaskContext& ctx, std::size_t round);
+  void run_slowed(TaskBody& body, const TaskContext& ctx, std::size_t round) {
+    run_slowed_with([&] { body.execute(ctx); }, ctx.stop_token(), round);
+  }
+  // As run_slowed(), for any task: `run()` runs it once, `stop` cuts its delay short.
+  template <class Run>
+  void run_slowed_with(Run&& run, const std::stop_token& stop, std::size_t round);
 
   // Tracked batches (backups, retries) mark the task this lane runs, so that a lane stuck in
   // one (past `stuck_at`) is quarantined: allocation skips it until the task returns. Only
@@ -121,6 +133,38 @@ class Lane {
   std::atomic<std::size_t> finished_{0};
 };
 
+template <class Run>
+void Lane::run_slowed_with(Run&& run, const std::stop_token& stop, std::size_t round) {
+  switch (slowdown_.kind()) {
+    case Slowdown::Kind::none:
+      run();
+      return;
+    case Slowdown::Kind::repeat:
+      run();
+      for (std::size_t again = 1; again < slowdown_.repetitions() && !stop.stop_requested();
+           ++again) {
+        run();
+      }
+      return;
+    case Slowdown::Kind::sleep: {
+      // Drawn first, so every task started consumes exactly one draw, whatever it does.
+      const auto delay = slowdown_.draw(round, rng_);
+      run();
+      std::unique_lock lock(pause_mutex_);
+      pause_.wait_for(lock, stop, delay, [] { return false; });
+      return;
+    }
+    case Slowdown::Kind::burn: {
+      const auto delay = slowdown_.draw(round, rng_);
+      run();
+      const auto deadline = Clock::now() + delay;
+      while (Clock::now() < deadline && !stop.stop_requested()) {
+      }
+      return;
+    }
+  }
+}
+
 // A set of n lanes: queues, backlog and shutdown, common to every kind; the kind decides
 // where a lane's chunks run (wake()) and how shutdown waits for the running ones.
 class LaneSet {
@@ -171,6 +215,10 @@ class LaneSet {
   // throws ata::Error on the set's own thread, which would wait for itself. Otherwise
   // allocates nothing and throws nothing.
   virtual void shutdown() = 0;
+  // Whether each lane has a thread of its own (WorkerPool), rather than sharing an executor's
+  // threads with other lanes and other work (posted lanes): a chunk that runs for long (a
+  // stream) gives a shared thread back after each task.
+  [[nodiscard]] virtual bool lanes_own_threads() const noexcept = 0;
 
  protected:
   // `what` names the kind in errors ("worker pool", "executor lanes").

@@ -21,6 +21,7 @@ class PostedLanesCore final : public LaneSet {
   ~PostedLanesCore() override;
 
   void shutdown() override;
+  [[nodiscard]] bool lanes_own_threads() const noexcept override { return false; }
   // Shuts down (as the destructor does, so also inside one of the lanes' tasks), then waits
   // until every run the lanes posted has run or been destroyed, but the calling task's own.
   // Only for executors that run all their work, whatever happens: it waits for them.

@@ -17,6 +17,7 @@ class ThreadLanes final : public LaneSet {
   ~ThreadLanes() override;
 
   void shutdown() override;
+  [[nodiscard]] bool lanes_own_threads() const noexcept override { return true; }
 
  private:
   static void serve(const LaneSet* set, Lane& lane, std::chrono::nanoseconds idle_spin);

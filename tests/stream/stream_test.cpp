@@ -1,0 +1,237 @@
+// [stream] on WorkerPool and on PostedLanes over plain std::threads (all visible to
+// ThreadSanitizer), the scenarios of stream_scenarios.hpp; then what depends on no kind: bad
+// input, streams and batches sharing lanes, many concurrent streams.
+#include <tuple>
+
+#include "lanes/lane_kinds.hpp"
+
+using LaneKinds = std::tuple<ata::testing::OwnThreads, ata::testing::PostedOnThreadQueue>;
+#define ATA_STREAM_TAG "[posted]"
+#define ATA_STREAM_PREFIX "stream, threads and posted lanes: "
+#include "stream/stream_scenarios.hpp"
+#include "support/without_backups.hpp"
+
+namespace ata::testing::stream {
+namespace {
+
+rt::StreamVerdict accept_all(rt::StreamDelivery<void>& /*d*/) { return rt::StreamVerdict::accept; }
+
+}  // namespace
+
+TEST_CASE("stream options refuse bad values by name", "[runtime][stream][errors]") {
+  CHECK_THROWS_MATCHES(rt::StreamOptions{}.set_workers({0, 2, 0}), ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("worker 0 is listed twice")));
+  CHECK_THROWS_MATCHES(rt::StreamOptions{}.set_stale_bound(0), ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("at least 1, got 0")));
+  CHECK_THROWS_MATCHES(rt::StreamOptions{}.set_deadline(-1ns), ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("must be >= 0")));
+  CHECK(rt::StreamOptions{}.set_stale_bound(4).stale_bound() == 4u);
+  CHECK(std::string(rt::outcome_name(rt::StreamOutcome::stopped)) == "stopped");
+  CHECK(std::string(rt::end_name(rt::StreamEnd::no_workers)) == "no_workers");
+}
+
+TEST_CASE("a stream refuses workers out of range, and waiting for itself",
+          "[runtime][stream][errors]") {
+  rt::WorkerPool pool(2);
+  rt::TaskStream stream(pool);
+  std::atomic<int> calls = 0;
+  const auto task = [&](const rt::StreamContext&) { calls.fetch_add(1); };
+  CHECK_THROWS_MATCHES(stream.run(task, accept_all, rt::StreamOptions{}.set_workers({1, 2})),
+                       ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("worker 2") &&
+                                      ContainsSubstring("out of range for 2 lanes")));
+  CHECK(calls.load() == 0);
+
+  // keep_busy() out of range throws in the consumer, which ends the stream with it.
+  CHECK_THROWS_MATCHES(stream.run(task,
+                                  [](rt::StreamDelivery<void>& d) {
+                                    d.keep_busy(5, true);
+                                    return rt::StreamVerdict::accept;
+                                  }),
+                       ata::InvalidArgument,
+                       MessageMatches(ContainsSubstring("keep_busy(): worker 5")));
+
+  // A stream started from one of its lanes' tasks would wait for itself.
+  auto policy = ata::make_policy("uta", 2);
+  rt::BatchScheduler scheduler(pool, *policy);
+  std::string inner_error;
+  scheduler.run(1, [&](const rt::TaskContext&) {
+    try {
+      stream.run(task, accept_all);
+    } catch (const ata::Error& e) {
+      inner_error = e.what();
+    }
+  });
+  CHECK_THAT(inner_error, ContainsSubstring("would wait for itself"));
+}
+
+TEST_CASE("on a WorkerPool a worker restarts from exactly the version its delivery left",
+          "[runtime][stream]") {
+  rt::WorkerPool pool(3);
+  rt::TaskStream stream(pool);
+  std::vector<std::uint64_t> left(3, 0);
+  std::vector<bool> delivered(3, false);
+  std::size_t exact = 0;
+  std::size_t later = 0;
+  const auto report = stream.run(
+      [](const rt::StreamContext&) {},
+      [&](rt::StreamDelivery<void>& d) {
+        if (delivered[d.worker()]) {
+          (d.start_version() == left[d.worker()] ? exact : later) += 1;
+        }
+        d.advance(d.worker() + 1);
+        if (d.task() == 500) d.end_stream();
+        left[d.worker()] = d.version();
+        delivered[d.worker()] = true;
+        return rt::StreamVerdict::accept;
+      });
+  CHECK(later == 0);
+  CHECK(exact + 3 >= report.started);
+}
+
+TEST_CASE("a slowed lane's streamed task takes its slowdown, and a stale stop cuts it short",
+          "[runtime][stream]") {
+  // Lane 1 sleeps an hour after each task, lane 0 not at all. With stale bound 1, lane 1's
+  // task is stopped at lane 0's next advance: the test ends only if the stop cuts the sleep.
+  rt::PoolOptions options(2);
+  options.set_slowdown(1, rt::Slowdown::sleep(ata::models::TimeModel::constant(3.6e6)));
+  rt::WorkerPool pool(options);
+  rt::TaskStream stream(pool);
+  std::vector<Seen> slow;
+  const auto report = stream.run(
+      [](const rt::StreamContext&) {},
+      [&](rt::StreamDelivery<void>& d) {
+        if (d.worker() == 1) {
+          slow.push_back(Seen{d.task(), d.worker(), d.start_version(), d.version(), d.delay(),
+                              d.outcome(), d.ending(), true, d.duration()});
+          if (slow.size() == 2) d.end_stream();
+          return rt::StreamVerdict::reject;
+        }
+        d.advance();
+        return rt::StreamVerdict::accept;
+      },
+      rt::StreamOptions{}.set_stale_bound(1));
+  REQUIRE(slow.size() == 2);
+  for (const Seen& s : slow) {
+    CHECK(s.outcome == rt::StreamOutcome::stopped);
+    CHECK(s.delay >= 1);
+    CHECK(s.duration.count() > 0);
+  }
+  CHECK(report.stale_stops >= 2);
+}
+
+TEST_CASE("streams and batches share lanes task by task", "[runtime][stream]") {
+  rt::WorkerPool pool(2);
+  rt::TaskStream stream(pool);
+  auto policy = ata::make_policy("uta", 2);
+  rt::BatchScheduler scheduler(pool, *policy, without_backups());
+  std::atomic<bool> batches_done = false;
+  std::size_t batches = 0;
+  std::thread batcher([&] {
+    for (; batches < 50; ++batches) {
+      const auto result = scheduler.run(8, [](const rt::TaskContext& ctx) { return ctx.task(); });
+      if (result.values.size() != 8) break;
+    }
+    batches_done = true;
+  });
+  // The stream keeps both lanes busy with tiny tasks until the batches are through: they
+  // could not be if the stream held its lanes.
+  Ledger ledger;
+  const auto report = stream.run(
+      [&](const rt::StreamContext&) { ledger.started(); },
+      [&](rt::StreamDelivery<void>& d) {
+        ledger.record(d);
+        if (batches_done.load()) d.end_stream();
+        return rt::StreamVerdict::accept;
+      },
+      rt::StreamOptions{}.set_deadline(60s));
+  batcher.join();
+  CHECK(batches == 50);
+  CHECK(report.end == rt::StreamEnd::consumer);
+  CHECK(ledger.problem() == "");
+}
+
+TEST_CASE("many streams at once on shared lanes, each delivered exactly once",
+          "[runtime][stream][stress]") {
+  constexpr std::size_t kStreams = 6;
+  constexpr std::size_t kRounds = 20;
+  rt::WorkerPool pool(3);
+  rt::TaskStream stream(pool);
+  std::vector<std::string> problems(kStreams);
+  std::vector<std::thread> submitters;
+  for (std::size_t s = 0; s < kStreams; ++s) {
+    submitters.emplace_back([&, s] {
+      for (std::size_t round = 0; round < kRounds && problems[s].empty(); ++round) {
+        Ledger ledger;
+        const std::size_t deliveries = 20 + 7 * s;
+        // Streams differ: some on a subset, some with failures, some with a stale bound.
+        rt::StreamOptions options;
+        if (s % 2 == 1) options.set_workers({s % 3});
+        if (s % 3 == 0) options.set_stale_bound(2);
+        const auto report = stream.run(
+            [&](const rt::StreamContext& ctx) {
+              ledger.started();
+              if (ctx.task() % 5 == 4 && s % 2 == 0) throw std::runtime_error("planned");
+              return ctx.version();
+            },
+            [&](rt::StreamDelivery<std::uint64_t>& d) {
+              const bool tags = !d.has_value() || d.value() == d.start_version();
+              ledger.note(d, tags);
+              if (d.completed()) d.advance();
+              if (ledger.seen().size() == deliveries) d.end_stream();
+              ledger.set_version_after(d.version());
+              return d.completed() ? rt::StreamVerdict::accept : rt::StreamVerdict::reject;
+            },
+            options);
+        problems[s] = ledger.problem();
+        if (problems[s].empty()) problems[s] = report_problem(report, ledger);
+        if (problems[s].empty() && report.started < deliveries) problems[s] = "too few tasks";
+      }
+    });
+  }
+  for (auto& submitter : submitters) submitter.join();
+  for (std::size_t s = 0; s < kStreams; ++s) {
+    CAPTURE(s);
+    CHECK(problems[s] == "");
+  }
+}
+
+TEST_CASE("streams shut down at random moments lose no delivery",
+          "[runtime][stream][stress][shutdown]") {
+  for (int trial = 0; trial < 20; ++trial) {
+    CAPTURE(trial);
+    auto pool = std::make_unique<rt::WorkerPool>(3);
+    rt::TaskStream stream(*pool);
+    std::vector<std::unique_ptr<Ledger>> ledgers;
+    for (int s = 0; s < 3; ++s) ledgers.push_back(std::make_unique<Ledger>());
+    std::vector<std::thread> runners;
+    std::atomic<std::size_t> errors = 0;
+    for (int s = 0; s < 3; ++s) {
+      runners.emplace_back([&, s] {
+        Ledger& ledger = *ledgers[s];
+        try {
+          (void)stream.run(
+              [&](const rt::StreamContext& ctx) {
+                ledger.started();
+                if (ctx.task() % 3 == 0) std::this_thread::sleep_for(50us);
+              },
+              [&](rt::StreamDelivery<void>& d) {
+                ledger.note(d, true);
+                d.advance();
+                ledger.set_version_after(d.version());
+                return rt::StreamVerdict::accept;
+              });
+        } catch (const rt::ShutdownError&) {
+          errors.fetch_add(1);
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * trial));
+    pool->shutdown();
+    for (auto& runner : runners) runner.join();
+    CHECK(errors.load() == 3);
+    for (const auto& ledger : ledgers) CHECK(ledger->problem() == "");
+  }
+}
+
+}  // namespace ata::testing::stream
