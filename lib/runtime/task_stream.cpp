@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "ata/core/error.hpp"
 #include "ata/runtime/shutdown_error.hpp"
 #include "runtime/brief_lock.hpp"
 #include "runtime/deadline_timer.hpp"
@@ -509,7 +510,15 @@ bool StreamEvent::busy(std::size_t worker) const { return state_->busy(worker); 
 void StreamEvent::end_stream() noexcept { state_->end_stream(); }
 
 TaskStream::TaskStream(Lanes& lanes)
-    : lanes_(lanes), timer_(std::make_unique<detail::DeadlineTimer>()) {}
+    : lanes_(lanes), timer_(std::make_unique<detail::DeadlineTimer>()) {
+  // A stream keeps lanes busy from their own threads; a caller lane has none (a batch's
+  // caller runs it only during its own batch).
+  if (lanes_.options().caller_lane()) {
+    throw InvalidArgument(
+        "a task stream needs a thread per lane; this pool's last worker is the caller lane "
+        "(PoolOptions::set_caller_lane())");
+  }
+}
 
 TaskStream::~TaskStream() = default;
 

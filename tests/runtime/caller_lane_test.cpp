@@ -221,6 +221,10 @@ TEST_CASE("the caller lane is refused where it cannot be one", "[runtime][caller
     CHECK_THROWS_WITH(rt::PostedLanes(launchers, with_caller(2)),
                       ContainsSubstring("caller lane needs a WorkerPool"));
   }
+  SECTION("a task stream") {
+    rt::WorkerPool pool(with_caller(2));
+    CHECK_THROWS_WITH(rt::TaskStream(pool), ContainsSubstring("caller lane"));
+  }
   SECTION("late binding") {
     rt::WorkerPool pool(with_caller(2));
     auto policy = ata::make_policy("ata-e", 2);

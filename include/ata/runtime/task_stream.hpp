@@ -375,7 +375,8 @@ void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept;
 /// there). The TaskStream and its lanes must outlive every stream it runs.
 class TaskStream {
  public:
-  /// Borrows `lanes`, which must outlive the TaskStream.
+  /// Borrows `lanes`, which must outlive the TaskStream. Throws ata::InvalidArgument for a
+  /// pool with a caller lane (PoolOptions::set_caller_lane()), which has no thread to keep busy.
   explicit TaskStream(Lanes& lanes);
   ~TaskStream();
   TaskStream(const TaskStream&) = delete;
