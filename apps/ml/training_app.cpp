@@ -331,10 +331,20 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
       }
       figures.push_back(std::move(f));
     }
-    // The first strategy that is not a yardstick (OFTA knows the means, GTA races).
-    const auto gantt = std::find_if(traced.begin(), traced.end(), [](const auto& p) {
-      return p.name != "ofta" && p.name != "gta" && !p.batches.empty();
-    });
+    // The first learner, as in learning.png, else the first strategy that is not a yardstick
+    // (OFTA knows the means, GTA races).
+    auto gantt = traced.end();
+    for (const char* name : {"ata-auto", "ata-e", "ata"}) {
+      gantt = std::find_if(traced.begin(), traced.end(), [&](const auto& p) {
+        return p.name == name && !p.batches.empty();
+      });
+      if (gantt != traced.end()) break;
+    }
+    if (gantt == traced.end()) {
+      gantt = std::find_if(traced.begin(), traced.end(), [](const auto& p) {
+        return p.name != "ofta" && p.name != "gta" && !p.batches.empty();
+      });
+    }
     constexpr std::size_t kGanttRounds = 3;
     if (gantt != traced.end()) figures.push_back(apps::gantt_figure(*gantt, kGanttRounds, where));
     const std::vector<double> reference = calibrated.empty() ? true_means_seconds(config) : calibrated;
