@@ -13,6 +13,7 @@
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "training_app.hpp"
 #include "training_options.hpp"
 
@@ -76,6 +77,8 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   mpi::RankOptions rank_options;
   rank_options.lost_workers = g_lost_workers;
   mpi::RankScheduler root(MPI_COMM_WORLD, *policy, rank_options);
+  runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
+  if (config.traced_rounds > 0) root.set_observer(&recorder);
 
   ml::TrainingRun run;
   run.name = std::string(strategy);
@@ -123,6 +126,7 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
     if (root.lost(w)) g_lost_workers.push_back(w);
   }
   run.overhead_share = run.wall_seconds > 0.0 ? overhead / run.wall_seconds : 0.0;
+  run.traced = recorder.batches();
   return run;
 }
 

@@ -143,13 +143,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
-  if (!o.trace_path.empty()) {
-    if (worker_kind != nullptr) {
-      throw apps::UsageError(std::string("--trace: not for ") + worker_kind +
-                             " (the timelines come from the thread runtime's observer)");
-    }
-    apps::check_output_file("--trace", o.trace_path);
-  }
+  if (!o.trace_path.empty()) apps::check_output_file("--trace", o.trace_path);
   TrainingConfig config = make_training_config(o, method);
   // The plots' gantt.png draws traced rounds too, and learning.png what the policies learned.
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;

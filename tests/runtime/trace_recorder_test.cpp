@@ -21,31 +21,10 @@
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::records_of;
+using ata::testing::slices_of;
 
 namespace {
-
-// (task, worker, accepted) of every slice of `round`, or of every record of a report, sorted.
-using Span = std::tuple<std::size_t, std::size_t, bool>;
-
-std::vector<Span> slices_of(const nlohmann::json& trace, std::size_t round) {
-  std::vector<Span> spans;
-  for (const auto& event : trace["traceEvents"]) {
-    if (event["ph"] != "X" || event["cat"] == "round" || event["args"]["round"] != round) continue;
-    spans.emplace_back(event["args"]["task"].get<std::size_t>(), event["tid"].get<std::size_t>(),
-                       event["cat"] == "accepted");
-  }
-  std::sort(spans.begin(), spans.end());
-  return spans;
-}
-
-std::vector<Span> records_of(const rt::RoundReport& report) {
-  std::vector<Span> spans;
-  for (const rt::TaskRecord& task : report.tasks) {
-    spans.emplace_back(task.task, task.worker, task.accepted);
-  }
-  std::sort(spans.begin(), spans.end());
-  return spans;
-}
 
 std::vector<std::size_t> traced_rounds(const nlohmann::json& trace) {
   std::vector<std::size_t> rounds;

@@ -1,18 +1,46 @@
 #pragma once
-// Checks the batches-as-flows of a Chrome trace written by ata (the simulator's and the thread
-// runtime's writers): each process has its "rounds" track at tid = workers, and every round is
-// a flow, an arrow from its round slice to each of its task slices.
+// Checks of the Chrome traces ata writes (the simulator's and the runtime's writers): each
+// process has its "rounds" track at tid = workers, and every round is a flow, an arrow from
+// its round slice to each of its task slices; and the spans of a round against its report.
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "ata/runtime/round_report.hpp"
+
 namespace ata::testing {
+
+// (task, worker, accepted) of every task slice of `round`, or of every record of a report,
+// sorted: a traced round holds each record of its report once, on the record's worker's track.
+using Span = std::tuple<std::size_t, std::size_t, bool>;
+
+inline std::vector<Span> slices_of(const nlohmann::json& trace, std::size_t round) {
+  std::vector<Span> spans;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "X" || event["cat"] == "round" || event["args"]["round"] != round) continue;
+    spans.emplace_back(event["args"]["task"].get<std::size_t>(), event["tid"].get<std::size_t>(),
+                       event["cat"] == "accepted");
+  }
+  std::sort(spans.begin(), spans.end());
+  return spans;
+}
+
+inline std::vector<Span> records_of(const runtime::RoundReport& report) {
+  std::vector<Span> spans;
+  for (const runtime::TaskRecord& task : report.tasks) {
+    spans.emplace_back(task.task, task.worker, task.accepted);
+  }
+  std::sort(spans.begin(), spans.end());
+  return spans;
+}
 
 // Every task slice is the target of exactly one flow, named after its round, ending ("f",
 // bound to its enclosing slice) on the slice's own track within the slice; the flow starts
