@@ -13,6 +13,7 @@
 #include "ata/core/error.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "training_app.hpp"
 #include "training_options.hpp"
 
@@ -71,10 +72,13 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   PolicyOptions policy_options = config.policy;
   policy_options.means = ml::true_means_seconds(config);
   policy_options.seed = config.seed;
+  policy_options.race_restarts = false;  // the ranks refuse a plan's restart budgets
   const auto policy = make_policy(strategy, worker_ranks(), policy_options);
   mpi::RankOptions rank_options;
   rank_options.lost_workers = g_lost_workers;
   mpi::RankScheduler root(MPI_COMM_WORLD, *policy, rank_options);
+  runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
+  if (config.traced_rounds > 0) root.set_observer(&recorder);
 
   ml::TrainingRun run;
   run.name = std::string(strategy);
@@ -122,6 +126,7 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
     if (root.lost(w)) g_lost_workers.push_back(w);
   }
   run.overhead_share = run.wall_seconds > 0.0 ? overhead / run.wall_seconds : 0.0;
+  run.traced = recorder.batches();
   return run;
 }
 

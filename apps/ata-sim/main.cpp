@@ -445,8 +445,7 @@ int run(const Options& o) {
   check_work(o, config.scenario);
   config.policy.alpha = o.alpha > 0.0 ? o.alpha : config.scenario.max_mean();
   config.policy.eta = o.eta;
-  if (o.ata_auto_race == "fungible") config.policy.race = ata::RaceKind::fungible;
-  if (o.ata_auto_race == "indexed") config.policy.race = ata::RaceKind::indexed;
+  config.policy.race = ata::apps::ata_auto_race(o.ata_auto_race);
   // The EOFTA yardstick is sized before anything runs, and left out when it does not fit.
   std::vector<std::string> names = o.strategies;
   std::string eofta_note;
@@ -568,12 +567,8 @@ int run(const Options& o) {
 
   for (const auto& r : runs) {
     if (r.played_plans.empty()) continue;
-    std::string played;
-    for (const auto& p : r.played_plans) {
-      played += (played.empty() ? "" : ", ") + p.plan + " " +
-                ata::apps::general(100.0 * static_cast<double>(p.rounds) / static_cast<double>(config.rounds), 3) + "%";
-    }
-    std::printf("%s played: %s of the rounds\n", r.name.c_str(), played.c_str());
+    std::printf("%s played: %s of the rounds\n", r.name.c_str(),
+                ata::apps::played_shares(r.played_plans, config.rounds).c_str());
     if (r.last_evaluation.empty()) continue;
     std::vector<const ata::sim::FrontierCandidate*> ranked;
     for (const auto& e : r.last_evaluation) ranked.push_back(&e);

@@ -66,11 +66,8 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   app.add_option("--backup-copies", o.backup_copies,
                  "most copies of one task at once, the original included (1: take-overs only)")
       ->transform(whole_number(1, 16));
-  app.add_option("--ata-auto-race", o.ata_auto_race,
-                 "the race ata-auto may choose when it learns the plan of least objective: "
-                 "fungible (tasks are samples, as race:M and GTA take them), indexed (every task "
-                 "index runs once), off (quotas only)")
-      ->check(CLI::IsMember({"fungible", "indexed", "off"}));
+  app.add_option("--ata-auto-race", o.ata_auto_race, ata::apps::kAtaAutoRaceHelp)
+      ->check(ata::apps::kAtaAutoRace);
   app.add_option("--work-price", o.work_price,
                  "price p of a worker-second in wall-seconds: the objective column is wall + p x "
                  "worker time (0: wall time only; default 1/n, so the whole cluster busy for a "

@@ -138,6 +138,28 @@ const CLI::Validator kBackupMode(
     },
     "off|copies|on");
 
+const CLI::Validator kAtaAutoRace = CLI::IsMember({"fungible", "indexed", "off"});
+
+const char* const kAtaAutoRaceHelp =
+    "the race ata-auto may choose when it learns the plan of least objective: fungible (tasks "
+    "are samples, as race:M and GTA take them), indexed (every task index runs once), off "
+    "(quotas only)";
+
+std::optional<RaceKind> ata_auto_race(std::string_view name) {
+  if (name == "fungible") return RaceKind::fungible;
+  if (name == "indexed") return RaceKind::indexed;
+  return std::nullopt;
+}
+
+std::string played_shares(std::span<const sim::PlayedPlan> played, std::size_t rounds) {
+  std::string text;
+  for (const auto& p : played) {
+    text += (text.empty() ? "" : ", ") + p.plan + " " +
+            general(100.0 * static_cast<double>(p.rounds) / static_cast<double>(rounds), 3) + "%";
+  }
+  return text;
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   std::size_t start = 0;

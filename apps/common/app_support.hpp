@@ -12,12 +12,15 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ata/core/error.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/models/scenario.hpp"
+#include "ata/sim/experiment.hpp"
 
 namespace ata::apps {
 
@@ -67,9 +70,19 @@ extern const CLI::Validator kNonEmpty;
 /// A backup mode, "off", "copies" or "on", checked by ata::parse_backup_mode() (every app's
 /// `--backups`, so that the apps, the service and the library share one list of names).
 extern const CLI::Validator kBackupMode;
+/// `--ata-auto-race`, the race ata-auto may choose when it learns its plan (ata-sim, ata-sgd,
+/// ata-prox): "fungible", "indexed" or "off"; its help text, and what it sets.
+extern const CLI::Validator kAtaAutoRace;
+extern const char* const kAtaAutoRaceHelp;
+/// AtaAutoPolicy::Options::race for a name kAtaAutoRace accepted: std::nullopt for "off".
+[[nodiscard]] std::optional<RaceKind> ata_auto_race(std::string_view name);
 /// A comma list of strategies (`--strategies`): every item a name make_policy() knows or one
 /// of `extra`, none empty ("ata,,gta" or "," are mistakes).
 [[nodiscard]] CLI::Validator strategy_list(std::vector<std::string> extra = {});
+
+/// "race:10 54.2%, quotas 3.1%": each plan ata-auto played, with its share of `rounds`.
+[[nodiscard]] std::string played_shares(std::span<const sim::PlayedPlan> played,
+                                        std::size_t rounds);
 
 /// "a,b,,c" -> {"a", "b", "", "c"}: the items of a comma list, empty ones kept.
 [[nodiscard]] std::vector<std::string> split_list(const std::string& text);

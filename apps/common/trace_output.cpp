@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <span>
 
 namespace ata::apps {
 
@@ -25,15 +26,17 @@ void write_trace(const fs::path& path, std::span<const runtime::TracedProcess> p
 
 Figure gantt_figure(const runtime::TracedProcess& process, std::size_t rounds,
                     const std::string& where) {
+  // The last rounds: what the strategy does once it has learned (the first are exploration).
   const std::size_t shown = std::min(rounds, process.batches.size());
-  Figure f{"gantt.png",
-           process.name + ": rounds 1-" + std::to_string(shown) + ", a row per worker (" + where +
-               ")",
+  const auto drawn = std::span(process.batches).last(shown);
+  const std::string which = shown == 0 ? "no rounds"
+                                       : "rounds " + std::to_string(drawn.front().round) + "-" +
+                                             std::to_string(drawn.back().round);
+  Figure f{"gantt.png", process.name + ": " + which + ", a row per worker (" + where + ")",
            "time (s)", "worker", false, false, {}};
   if (shown == 0) return f;
-  const auto origin = process.batches.front().start;
-  for (std::size_t k = 0; k < shown; ++k) {
-    const runtime::TracedBatch& batch = process.batches[k];
+  const auto origin = drawn.front().start;
+  for (const runtime::TracedBatch& batch : drawn) {
     const double batch_start = std::chrono::duration<double>(batch.start - origin).count();
     for (const runtime::TaskRecord& task : batch.tasks) {
       if (!task.has_start()) continue;

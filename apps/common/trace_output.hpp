@@ -18,8 +18,9 @@ namespace ata::apps {
 /// with its size in bytes.
 void write_trace(const std::filesystem::path& path,
                  std::span<const runtime::TracedProcess> processes);
-/// gantt.png of the first `rounds` batches of `process`: a row per worker, a bar per placed
-/// task copy (seconds from the first batch's start), accepted or discarded.
+/// gantt.png of the last `rounds` batches of `process` (the traced batches, ending with the
+/// run's last): a row per worker, a bar per placed task copy (seconds from the first drawn
+/// batch's start), accepted or discarded.
 [[nodiscard]] Figure gantt_figure(const runtime::TracedProcess& process, std::size_t rounds,
                                   const std::string& where);
 

@@ -155,6 +155,7 @@ TrainingRun train(const Problem& problem, const TrainingConfig& config, std::str
   {
     std::lock_guard lock(policy->mutex());
     run.learned_means = learned_means(*policy);
+    run.played_plans = sim::played_plans(*policy);
   }
   run.traced = recorder.batches();
   return run;

@@ -17,6 +17,7 @@
 #include "ata/models/scenario.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/trace_recorder.hpp"
+#include "ata/sim/experiment.hpp"
 #include "problems.hpp"
 
 namespace ata::ml {
@@ -101,6 +102,8 @@ struct TrainingRun {
   std::vector<runtime::TracedBatch> traced;
   /// With config.record_learning: round 1, then every max_rounds / kMaxLearningPoints rounds.
   std::vector<LearnedPoint> learning;
+  /// For ata-auto: the plans it played (sim::played_plans()); empty for other strategies.
+  std::vector<sim::PlayedPlan> played_plans;
 };
 
 /// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,

@@ -143,13 +143,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   if (!o.json_path.empty()) apps::check_output_file("--json", o.json_path);
   if (!o.csv_path.empty()) apps::check_output_file("--csv", o.csv_path);
   if (!o.plot_dir.empty()) apps::check_output_folder("--plot", o.plot_dir);
-  if (!o.trace_path.empty()) {
-    if (worker_kind != nullptr) {
-      throw apps::UsageError(std::string("--trace: not for ") + worker_kind +
-                             " (the timelines come from the thread runtime's observer)");
-    }
-    apps::check_output_file("--trace", o.trace_path);
-  }
+  if (!o.trace_path.empty()) apps::check_output_file("--trace", o.trace_path);
   TrainingConfig config = make_training_config(o, method);
   // The plots' gantt.png draws traced rounds too, and learning.png what the policies learned.
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
@@ -235,6 +229,11 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
               calibrated.empty() ? "" : ", OFTA with the calibrated means", table.render().c_str());
   std::printf("(objective = time + p x worker time, p = %s%s)\n", apps::general(price, 4).c_str(),
               o.work_price ? "" : " = 1/n, the default");
+  for (const auto& r : runs) {
+    if (r.played_plans.empty()) continue;
+    std::printf("%s played: %s of the rounds\n", r.name.c_str(),
+                apps::played_shares(r.played_plans, r.rounds).c_str());
+  }
   if (!calibrated.empty()) print_means(o, calibrated, runs);
 
   if (!o.json_path.empty()) {
@@ -255,6 +254,11 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
                             {"final_gap", r.final_gap},
                             {"overhead_share", r.overhead_share},
                             {"learned_means", r.learned_means}});
+      if (!r.played_plans.empty()) {
+        nlohmann::json played = nlohmann::json::array();
+        for (const auto& p : r.played_plans) played.push_back({{"plan", p.plan}, {"rounds", p.rounds}});
+        strategies.back()["played_plans"] = played;
+      }
     }
     nlohmann::json summary{{"problem", problem->describe()},
                            {"method", method == Method::sgd ? "sgd" : "prox"},
@@ -270,6 +274,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
                            {"target_gap", o.target_gap * initial_gap},
                            {"work_price", price},
                            {"work_price_default", !o.work_price.has_value()},
+                           {"ata_auto_race", o.ata_auto_race},
                            {"strategies", strategies}};
     summary["simulated_delays"] = config.simulated_delays;
     if (worker_kind == nullptr) {
@@ -320,10 +325,20 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
       }
       figures.push_back(std::move(f));
     }
-    // The first strategy that is not a yardstick (OFTA knows the means, GTA races).
-    const auto gantt = std::find_if(traced.begin(), traced.end(), [](const auto& p) {
-      return p.name != "ofta" && p.name != "gta" && !p.batches.empty();
-    });
+    // The first learner, as in learning.png, else the first strategy that is not a yardstick
+    // (OFTA knows the means, GTA races).
+    auto gantt = traced.end();
+    for (const char* name : {"ata-auto", "ata-e", "ata"}) {
+      gantt = std::find_if(traced.begin(), traced.end(), [&](const auto& p) {
+        return p.name == name && !p.batches.empty();
+      });
+      if (gantt != traced.end()) break;
+    }
+    if (gantt == traced.end()) {
+      gantt = std::find_if(traced.begin(), traced.end(), [](const auto& p) {
+        return p.name != "ofta" && p.name != "gta" && !p.batches.empty();
+      });
+    }
     constexpr std::size_t kGanttRounds = 3;
     if (gantt != traced.end()) figures.push_back(apps::gantt_figure(*gantt, kGanttRounds, where));
     const std::vector<double> reference = calibrated.empty() ? true_means_seconds(config) : calibrated;
@@ -401,6 +416,11 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   config.policy.eta = o.eta;
   config.backups = BackupOptions{}.set_mode(parse_backup_mode(o.backups));
   config.objective.work_price = o.work_price;
+  config.policy.race = apps::ata_auto_race(o.ata_auto_race);
+  // The thread runtime refuses restart budgets in a fungible race (it runs them in quota plans
+  // and indexed races): ata-auto leaves them out of its candidates there.
+  config.policy.race_restarts = config.policy.race != RaceKind::fungible;
+  config.policy.objective = config.objective;  // what ata-auto's plans minimise
   return config;
 }
 

@@ -139,6 +139,8 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
                  "worker time (0: wall time only; default 1/n, so the whole cluster busy for a "
                  "second costs as much as a second of waiting)")
       ->check(apps::kNonNegativeNumber);
+  app.add_option("--ata-auto-race", o.ata_auto_race, apps::kAtaAutoRaceHelp)
+      ->check(apps::kAtaAutoRace);
   command_line.help = apps::parse_arguments(app, argc, argv);
   if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);

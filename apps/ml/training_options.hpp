@@ -54,6 +54,9 @@ struct TrainingOptions {
   std::string backups = "off";
   /// --work-price: what a worker-second costs in wall-seconds; empty: 1/n (ata::Objective).
   std::optional<double> work_price;
+  /// --ata-auto-race fungible|indexed|off: the race ata-auto may play when it learns its plan
+  /// (apps::ata_auto_race); fungible, as in ata-sim: a round's gradients are samples.
+  std::string ata_auto_race = "fungible";
 };
 
 inline constexpr std::size_t kDefaultTrainingWorkers = 51;

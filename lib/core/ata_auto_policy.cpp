@@ -585,7 +585,8 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
             sorted_quotas_.begin());
   const PlanEstimate best =
       evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
-                         options_.objective.price(n), *options_.race, full_evaluation_ ? 0 : racers_);
+                         options_.objective.price(n), *options_.race, full_evaluation_ ? 0 : racers_,
+                         options_.race_restarts);
   full_evaluation_ = false;
   // A debt of the quota rounds' exploration (a heavy-tailed probe's overshoot can be worth
   // thousands of race rounds' budget) is not carried into a race, whose probes cost work.

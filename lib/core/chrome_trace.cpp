@@ -16,6 +16,14 @@ void append_us(std::string& out, double us) {
 
 }  // namespace
 
+std::string task_slice_name(std::size_t task, std::size_t copies, std::string_view mark) {
+  std::string name = "task " + std::to_string(task);
+  std::string notes = copies > 1 ? std::to_string(copies) + " copies" : std::string();
+  if (!mark.empty()) notes += (notes.empty() ? "" : ", ") + std::string(mark);
+  if (!notes.empty()) name += " (" + notes + ")";
+  return name;
+}
+
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
   for (const char c : text) {
@@ -90,9 +98,25 @@ void ChromeTrace::add_slice(std::size_t pid, std::size_t tid, std::string_view c
   ++events_;
 }
 
+void ChromeTrace::add_flow(std::size_t pid, std::size_t from_tid, std::size_t to_tid,
+                           std::string_view name, double at_us) {
+  const std::string id = std::to_string(++flows_);
+  for (const bool start : {true, false}) {
+    out_ += start ? ",\n{\"ph\":\"s\"" : ",\n{\"ph\":\"f\",\"bp\":\"e\"";
+    out_ += ",\"cat\":\"batch\",\"name\":";
+    append_json_string(out_, name);
+    out_ += ",\"id\":" + id + ",\"pid\":" + std::to_string(pid) +
+            ",\"tid\":" + std::to_string(start ? from_tid : to_tid) + ",\"ts\":";
+    append_us(out_, at_us);
+    out_ += '}';
+    ++events_;
+  }
+}
+
 std::string ChromeTrace::finish() {
   out_ += "\n]}\n";
   events_ = 0;
+  flows_ = 0;
   return std::exchange(out_, {});
 }
 

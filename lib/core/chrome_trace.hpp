@@ -24,6 +24,12 @@ class ChromeTrace {
                  std::string_view name, double start_us, double duration_us,
                  std::string_view args);
 
+  // A flow arrow of the batch `name` ("ph" "s", then "f" with "bp": "e", under one fresh id):
+  // from the slice enclosing `at_us` on track `from_tid` to the slice enclosing it on `to_tid`
+  // (the viewers bind each end to its enclosing slice). Two entries of traceEvents.
+  void add_flow(std::size_t pid, std::size_t from_tid, std::size_t to_tid, std::string_view name,
+                double at_us);
+
   // Every entry of traceEvents so far, metadata included.
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
   // The finished text; the writer is left empty.
@@ -35,7 +41,13 @@ class ChromeTrace {
 
   std::string out_;
   std::size_t events_ = 0;
+  std::size_t flows_ = 0;  // flow ids given so far
 };
+
+// A task slice's name: "task J", with how many copies of J the round ran when more than one
+// and a mark of its outcome when not empty: "task 3 (2 copies, discarded)".
+[[nodiscard]] std::string task_slice_name(std::size_t task, std::size_t copies,
+                                          std::string_view mark);
 
 // `text` as a JSON string, quotes included.
 void append_json_string(std::string& out, std::string_view text);

@@ -65,6 +65,7 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
     return std::make_unique<AtaAutoPolicy>(workers, AtaAutoPolicy::Options{}
                                                         .set_seed(options.seed)
                                                         .set_race(options.race)
+                                                        .set_race_restarts(options.race_restarts)
                                                         .set_objective(options.objective));
   }
   if (name == "ata") {

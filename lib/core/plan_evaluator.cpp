@@ -164,7 +164,8 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
 PlanEstimate PlanEvaluator::choose(std::span<const double> means,
                                    std::span<const std::size_t> quotas_per_worker,
                                    std::span<const double> ratios, std::size_t batch,
-                                   double price, RaceKind kind, std::size_t around) {
+                                   double price, RaceKind kind, std::size_t around,
+                                   bool restarts) {
   ++evaluation_;
   events_ = 0;
   ratios_ = ratios;
@@ -211,7 +212,7 @@ PlanEstimate PlanEvaluator::choose(std::span<const double> means,
   // Restarts pay only where the hazard falls: tails clearly heavier than the exponential's (which
   // restarts leave as it is, and lighter tails lose by them). Then the best race is tried with
   // budgets.
-  if (shape_cv2_ > kRestartCv2) {
+  if (restarts && shape_cv2_ > kRestartCv2) {
     const PlanEstimate* best_race = nullptr;
     for (const PlanEstimate& e : estimates_) {
       if (e.racers > 0 && (best_race == nullptr || e.objective < best_race->objective)) best_race = &e;

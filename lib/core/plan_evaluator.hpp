@@ -59,9 +59,10 @@ class PlanEvaluator {
   /// `around`: 0 for the full grid, else the racers of a local step. Returns the candidate of
   /// least objective (ties: the quotas, then the race tried first); all() holds every
   /// candidate's estimate.
+  /// `restarts`: whether races with restart budgets are candidates too (above kRestartCv2).
   PlanEstimate choose(std::span<const double> means, std::span<const std::size_t> quotas,
                       std::span<const double> ratios, std::size_t batch, double price,
-                      RaceKind kind, std::size_t around);
+                      RaceKind kind, std::size_t around, bool restarts);
   [[nodiscard]] std::span<const PlanEstimate> all() const noexcept { return estimates_; }
 
   /// Tabulates the shape's renewal function M(x): the expected number of tasks a worker

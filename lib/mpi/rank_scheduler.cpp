@@ -43,6 +43,7 @@ struct RankScheduler::State {
   std::size_t round = 0;    // the policy's round of the batch running now
   std::size_t batches = 0;  // batches run by this scheduler
   bool shut_down = false;
+  runtime::Observer* observer = nullptr;
   Clock::time_point born = Clock::now();
   std::vector<bool> lost;
   std::vector<Clock::time_point> heard;  // the last message from each rank
@@ -201,6 +202,10 @@ bool RankScheduler::lost(std::size_t worker) const {
 
 const std::vector<RankEvent>& RankScheduler::events() const noexcept { return state_->events; }
 
+void RankScheduler::set_observer(runtime::Observer* observer) noexcept {
+  state_->observer = observer;
+}
+
 RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const Bytes& input) {
   State& s = *state_;
   if (batch == 0) throw InvalidArgument("batch size B must be >= 1, got 0");
@@ -226,6 +231,15 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     throw Error("policy '" + std::string(s.policy->name()) + "' planned " + refused +
                 ", which the rank back-end does not run");
   }
+  if (s.observer != nullptr) s.observer->on_batch_start({s.round, batch, plan, start});
+  // Every start is followed by one end: failed, unless the batch returns.
+  struct FailedEnd {
+    runtime::Observer* observer;
+    runtime::BatchEnd end;
+    ~FailedEnd() {
+      if (observer != nullptr) observer->on_batch_end(end);
+    }
+  } failed_end{s.observer, {s.round, batch, runtime::BatchOutcome::failed, nullptr}};
 
   RankBatch out;
   auto& report = out.report;
@@ -236,6 +250,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::vector<bool> done(batch, false);
   std::vector<std::size_t> accepted_on(batch, n);
   std::vector<nanoseconds> accepted_time(batch);
+  std::vector<nanoseconds> accepted_start(batch, runtime::TaskRecord::kUnmeasured);
   std::size_t finished = 0;
   std::vector<Share> shares;            // allocated mode: outstanding shares
   std::vector<bool> started(n, false);  // greedy mode: ranks computing this round
@@ -332,6 +347,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
                     ": " + in.text());
       }
       std::vector<std::size_t> answered;
+      // Where this answer's tasks go (an accepted slot, or a discarded record) and their times,
+      // to place them back to back ending at the arrival (set_observer()).
+      std::vector<std::pair<nanoseconds*, nanoseconds>> placed;
       while (!in.at_end()) {
         const std::uint64_t number = in.u64();
         const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
@@ -342,14 +360,22 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         const bool accept = greedy ? finished < batch : (slot < batch && !done[slot]);
         if (!accept) {
           report.tasks.push_back({greedy ? batch + report.tasks.size() : slot, w, took, false});
+          placed.emplace_back(nullptr, took);
           continue;
         }
+        placed.emplace_back(&accepted_start[slot], took);
         done[slot] = true;
         out.results[slot].assign(result.begin(), result.end());
         accepted_on[slot] = w;
         accepted_time[slot] = took;
         report.allocation.add(w);
         ++finished;
+      }
+      auto end = std::chrono::duration_cast<nanoseconds>(last_progress - start);
+      for (std::size_t i = placed.size(), discarded = report.tasks.size(); i-- > 0;) {
+        end -= placed[i].second;
+        // The discarded records are the last ones pushed, in the answer's order.
+        *(placed[i].first != nullptr ? placed[i].first : &report.tasks[--discarded].start) = end;
       }
       // The shares this answer covers are no longer outstanding.
       std::erase_if(shares, [&](const Share& sh) {
@@ -444,7 +470,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     }
   }
   for (std::size_t t = 0; t < batch; ++t) {
-    report.tasks.push_back({t, accepted_on[t], accepted_time[t], true});
+    report.tasks.push_back({t, accepted_on[t], accepted_time[t], true, accepted_start[t]});
   }
   std::sort(report.tasks.begin(), report.tasks.end(),
             [](const auto& x, const auto& y) { return x.task < y.task; });
@@ -457,8 +483,14 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     } catch (...) {
       report.learning_error = std::current_exception();
     }
+    if (s.observer != nullptr) s.observer->on_learned(s.round, s.policy->all_stats());
   }
   report.wall = std::chrono::duration_cast<nanoseconds>(Clock::now() - start);
+  report.start = start;
+  failed_end.end.outcome = runtime::BatchOutcome::succeeded;
+  failed_end.end.report = &report;
+  failed_end.observer = nullptr;  // told here, while `out` is still this function's
+  if (s.observer != nullptr) s.observer->on_batch_end(failed_end.end);
   return out;
 }
 

@@ -114,11 +114,17 @@ std::string chrome_trace_json(std::span<const TracedProcess> processes, TraceCou
         const char* outcome = task.accepted ? "accepted" : "discarded";
         const std::string j = std::to_string(task.task);
         const std::size_t runs = task.task < copies.size() ? copies[task.task] : 1;
+        const double start_us = batch_us + microseconds(task.start);
+        const double duration_us = microseconds(task.duration);
         trace.add_slice(pid, task.worker, outcome,
-                        task.accepted ? "task " + j : "task " + j + " (discarded)",
-                        batch_us + microseconds(task.start), microseconds(task.duration),
+                        detail::task_slice_name(task.task, runs, task.accepted ? "" : outcome),
+                        start_us, duration_us,
                         "\"round\":" + k + ",\"task\":" + j + ",\"outcome\":\"" + outcome +
                             "\",\"copies\":" + std::to_string(runs));
+        // The batch as flows: an arrow from its round's slice to each of its copies, at the
+        // copy's middle (inside both slices, clear of a neighbour that ends where it starts).
+        trace.add_flow(pid, process.workers, task.worker, "round " + k,
+                       start_us + duration_us / 2.0);
         ++written.slices;
       }
       trace.add_slice(pid, process.workers, "round", "round " + k, batch_us,

@@ -236,6 +236,30 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
   return choice;
 }
 
+namespace {
+
+std::string plan_name(std::size_t racers) {
+  return racers == 0 ? std::string("quotas") : "race:" + std::to_string(racers);
+}
+
+}  // namespace
+
+std::vector<PlayedPlan> played_plans(const Policy& policy) {
+  std::vector<PlayedPlan> played;
+  const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(&policy);
+  if (automatic == nullptr) return played;
+  const auto rounds = automatic->rounds_by_racers();
+  for (std::size_t m = 0; m < rounds.size(); ++m) {
+    if (rounds[m] > 0) played.push_back({plan_name(m), rounds[m]});
+  }
+  std::stable_sort(played.begin(), played.end(),
+                   [](const PlayedPlan& a, const PlayedPlan& b) { return a.rounds > b.rounds; });
+  if (automatic->restart_rounds() > 0) {
+    played.push_back({"with restart budgets", automatic->restart_rounds()});
+  }
+  return played;
+}
+
 StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strategy,
                          const std::function<void(double)>& progress) {
   if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
@@ -331,21 +355,10 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   run.objective = run.wall_time + work_price * run.worker_time;
   if (sgd) run.final_suboptimality = sgd->suboptimality();
   if (eofta != nullptr) run.eofta = eofta->solution();
+  run.played_plans = played_plans(*policy);
   if (const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(policy.get())) {
-    const auto name = [](std::size_t racers) {
-      return racers == 0 ? std::string("quotas") : "race:" + std::to_string(racers);
-    };
-    const auto rounds = automatic->rounds_by_racers();
-    for (std::size_t m = 0; m < rounds.size(); ++m) {
-      if (rounds[m] > 0) run.played_plans.push_back({name(m), rounds[m]});
-    }
-    std::stable_sort(run.played_plans.begin(), run.played_plans.end(),
-                     [](const PlayedPlan& a, const PlayedPlan& b) { return a.rounds > b.rounds; });
-    if (automatic->restart_rounds() > 0) {
-      run.played_plans.push_back({"with restart budgets", automatic->restart_rounds()});
-    }
     for (const auto& e : automatic->last_evaluation()) {
-      std::string plan = name(e.racers);
+      std::string plan = plan_name(e.racers);
       if (std::isfinite(e.restart_after)) {
         plan += " restarting past " + detail::to_text(e.restart_after) + "x the mean";
       }

@@ -28,5 +28,29 @@ expect_error "--batch" --batch 0
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--lanes, --cpus, --work-factors, --calibration-tasks and --scenario none do not apply to MPI ranks" --lanes asio
 expect_error "do not apply to MPI ranks" --cpus 0,0,1
-expect_error "--trace: not for worker ranks" --trace "$work/trace.json"
+
+# --trace: the rank scheduler's observer keeps the first and last rounds, as on threads. Each
+# traced round has its B accepted tasks, each once, on a worker rank's track, and a flow each.
+run --scenario linear --unit-us 5 --rounds 30 --target-gap 1e-9 --strategies ofta,ata-e \
+  --trace-rounds 4 --trace "$work/trace.json" >"$work/out.txt" 2>&1 || fail "trace run: $(cat "$work/out.txt")"
+grep -qE "^wrote $work/trace.json: 3 strategies x 8 rounds, [0-9]+ task slices" "$work/out.txt" ||
+  fail "trace: $(grep wrote "$work/out.txt")"
+python3 - "$work/trace.json" <<'PY' || fail "trace: not as the rounds ran"
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+accepted = collections.Counter()
+flows = collections.Counter(e["ph"] for e in events if e["ph"] in "sf")
+slices = 0
+for e in events:
+    if e["ph"] != "X" or e["cat"] == "round":
+        continue
+    slices += 1
+    assert 0 <= e["tid"] < 3, e
+    if e["cat"] == "accepted":
+        accepted[(e["pid"], e["args"]["round"], e["args"]["task"])] += 1
+rounds = {(pid, r) for pid, r, _ in accepted}
+assert len(rounds) == 3 * 8, rounds
+assert sorted(accepted.values()) == [1] * (3 * 8 * 23), "an accepted task twice"
+assert flows["s"] == flows["f"] == slices, flows
+PY
 echo "ata-mpi-sgd CLI: ok"

@@ -15,6 +15,7 @@ expect_error "unknown strategy 'fast'" --strategies fast
 expect_error "--work-price: must be a number >= 0, got '-1'" --work-price -1
 expect_error "--work-price: must be a number >= 0, got 'inf'" --work-price inf
 expect_error "unknown scenario 'nope'" --scenario nope
+expect_error "--ata-auto-race: bogus not in {fungible,indexed,off}" --ata-auto-race bogus
 expect_error "cannot read LIBSVM file '$work/missing.svm': No such file or directory" --data "$work/missing.svm"
 printf '+1 1:0.5\n-1 0:1\n' >"$work/bad.svm"
 expect_error "line 2: feature index 0" --data "$work/bad.svm"
@@ -129,4 +130,14 @@ for key in '"strategies"' '"name": "ata-e"' '"name": "gta"' '"name": "ofta"' '"w
            '"work_price": 0.25' '"work_price_default": false'; do
   grep -qF "$key" "$work/run.json" || fail "JSON lacks $key"
 done
+grep -qF '"ata_auto_race": "fungible"' "$work/run.json" || fail "JSON lacks ata_auto_race"
+
+# ata-auto learns its plan, racing: on heavy tails (lognormal, cv 2.9) without the restart
+# budgets that a fungible race on threads refuses (which failed the batch).
+echo '{"workers": [{"model": "lognormal", "mu": 1.0, "sigma": 1.5, "count": 12}]}' >"$work/heavy.json"
+"$program" --problem least-squares --rows 200 --cols 5 --scenario "$work/heavy.json" --unit-us 1 \
+  --batch 12 --rounds 600 --target-gap 1e-9 --strategies ata-auto --json "$work/heavy-run.json" >"$work/out" ||
+  fail "heavy tails: $(tail -n2 "$work/out")"
+grep -qE "^ata-auto played: .*race:" "$work/out" || fail "heavy tails: ata-auto did not race: $(grep played "$work/out")"
+grep -qF '"played_plans"' "$work/heavy-run.json" || fail "JSON lacks played_plans"
 echo "$name CLI: all cases as expected"

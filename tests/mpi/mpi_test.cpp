@@ -7,11 +7,16 @@
 
 #include <catch2/catch_session.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <span>
+#include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -20,7 +25,9 @@
 #include "ata/core/make_policy.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/trace_recorder.hpp"
 #include "ata/runtime/worker_pool.hpp"
+#include "support/trace_flows.hpp"
 
 namespace {
 
@@ -251,6 +258,86 @@ TEST_CASE("an indexed race runs every index once with or without quotas beside i
       }
     }
   }
+}
+
+namespace {
+
+// Every observer event, in order, and the reports of the batches that ended.
+class EventLog final : public ata::runtime::Observer {
+ public:
+  void on_batch_start(const ata::runtime::BatchStart& start) noexcept override {
+    log.push_back("start " + std::to_string(start.round));
+    planned.push_back(start.plan.dispatch());
+  }
+  void on_learned(std::size_t round, std::span<const ata::WorkerStats> learned) noexcept override {
+    log.push_back("learned " + std::to_string(round) + " of " + std::to_string(learned.size()));
+  }
+  void on_batch_end(const ata::runtime::BatchEnd& end) noexcept override {
+    log.push_back("end " + std::to_string(end.round) + " " + ata::runtime::outcome_name(end.outcome));
+    if (end.report != nullptr) reports.push_back(*end.report);
+  }
+  std::vector<std::string> log;
+  std::vector<ata::Dispatch> planned;
+  std::vector<ata::runtime::RoundReport> reports;
+};
+
+}  // namespace
+
+using ata::testing::records_of;
+using ata::testing::slices_of;
+
+TEST_CASE("an observer of the ranks hears every batch, and its trace holds each task once",
+          "[mpi][observer]") {
+  // Quotas, a fungible race and an indexed race.
+  const std::string name = GENERATE(std::string("ata-e"), std::string("gta"), std::string("pull"));
+  const auto p = policy(name);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *p, patient());
+  EventLog events;
+  ata::runtime::TraceRecorder trace(2, 2);
+  ata::runtime::ObserverList both({&events, &trace});
+  root.set_observer(&both);
+  std::vector<ata::runtime::RoundReport> reports;
+  for (int k = 0; k < 6; ++k) reports.push_back(root.run(7, "number", {}).report);
+  std::vector<std::string> expected;
+  for (std::size_t k = 1; k <= 6; ++k) {
+    for (const char* what : {"start ", "learned ", "end "}) {
+      expected.push_back(what + std::to_string(k) +
+                         (what[0] == 'l' ? " of 3" : what[0] == 'e' ? " succeeded" : ""));
+    }
+  }
+  CHECK(events.log == expected);
+  REQUIRE(events.reports.size() == 6);
+  for (std::size_t k = 0; k < 6; ++k) {
+    const auto& report = events.reports[k];
+    CHECK(events.planned[k] == report.dispatch);
+    CHECK(records_of(report) == records_of(reports[k]));
+    // Placed on the root's clock: within the batch, from its start to its return.
+    for (const auto& t : report.tasks) {
+      REQUIRE(t.has_start());
+      CHECK(t.start >= std::chrono::nanoseconds{0});
+      CHECK(t.start + t.duration <= report.wall);
+    }
+  }
+  const ata::runtime::TracedProcess process{name, kWorkers, trace.batches()};
+  ata::runtime::TraceCounts counts;
+  const auto json = nlohmann::json::parse(ata::runtime::chrome_trace_json({&process, 1}, &counts));
+  CHECK(counts.unplaced == 0);
+  std::size_t slices = 0;
+  for (const std::size_t round : {1, 2, 5, 6}) {
+    const auto spans = slices_of(json, round);
+    CHECK(spans == records_of(reports[round - 1]));
+    slices += spans.size();
+  }
+  CHECK(counts.slices == slices);
+  CHECK(ata::testing::check_batch_flows(json, kWorkers) == slices);
+
+  // A batch that fails after its start ends, failed, and the observer hears that too.
+  events.log.clear();
+  CHECK_THROWS_AS(root.run(3, "throws", {}), ata::Error);
+  CHECK(events.log == std::vector<std::string>{"start 7", "end 7 failed"});
+  root.set_observer(nullptr);
+  (void)root.run(3, "number", {});
+  CHECK(events.log.size() == 2);
 }
 
 TEST_CASE("task registry and byte helpers refuse bad input", "[mpi][errors]") {

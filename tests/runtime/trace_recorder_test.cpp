@@ -16,35 +16,15 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/trace_flows.hpp"
 #include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
 namespace rt = ata::runtime;
+using ata::testing::records_of;
+using ata::testing::slices_of;
 
 namespace {
-
-// (task, worker, accepted) of every slice of `round`, or of every record of a report, sorted.
-using Span = std::tuple<std::size_t, std::size_t, bool>;
-
-std::vector<Span> slices_of(const nlohmann::json& trace, std::size_t round) {
-  std::vector<Span> spans;
-  for (const auto& event : trace["traceEvents"]) {
-    if (event["ph"] != "X" || event["cat"] == "round" || event["args"]["round"] != round) continue;
-    spans.emplace_back(event["args"]["task"].get<std::size_t>(), event["tid"].get<std::size_t>(),
-                       event["cat"] == "accepted");
-  }
-  std::sort(spans.begin(), spans.end());
-  return spans;
-}
-
-std::vector<Span> records_of(const rt::RoundReport& report) {
-  std::vector<Span> spans;
-  for (const rt::TaskRecord& task : report.tasks) {
-    spans.emplace_back(task.task, task.worker, task.accepted);
-  }
-  std::sort(spans.begin(), spans.end());
-  return spans;
-}
 
 std::vector<std::size_t> traced_rounds(const nlohmann::json& trace) {
   std::vector<std::size_t> rounds;
@@ -86,6 +66,8 @@ TEST_CASE("the trace keeps the first and last batches, each task once, on its wo
     slices += spans.size();
   }
   CHECK(size.slices == slices);
+  // Each batch is a flow: one arrow from its round's slice to each of its task slices.
+  CHECK(ata::testing::check_batch_flows(trace, 2) == slices);
   // Times from the first batch's start: the first slice of round 1 starts near 0, and the
   // rounds follow one another.
   double previous = -1.0;
@@ -122,6 +104,7 @@ TEST_CASE("a fungible race's surplus copy is marked discarded", "[runtime][obser
   const auto trace = nlohmann::json::parse(rt::chrome_trace_json({&process, 1}, &size));
   CHECK(size.slices == 2);
   CHECK(slices_of(trace, 1) == records_of(report));
+  CHECK(ata::testing::check_batch_flows(trace, 2) == 2);
   std::size_t discarded = 0;
   for (const auto& event : trace["traceEvents"]) {
     if (event["ph"] != "X" || event["cat"] != "discarded") continue;
@@ -152,11 +135,18 @@ TEST_CASE("tracked copies are placed, the failed attempt marked discarded",
   const auto trace = nlohmann::json::parse(rt::chrome_trace_json({&process, 1}, &size));
   CHECK(size.unplaced == 0);
   CHECK(size.slices == 5);
-  std::size_t discarded = 0;
+  CHECK(slices_of(trace, 1) == records_of(report));
+  CHECK(ata::testing::check_batch_flows(trace, 2) == 5);
+  // Task 0 ran twice: both copies say so, the failed attempt is marked discarded.
+  std::map<std::string, std::size_t> names;
   for (const auto& event : trace["traceEvents"]) {
-    if (event["ph"] == "X" && event["cat"] == "discarded") ++discarded;
+    if (event["ph"] == "X" && event["cat"] != "round") ++names[event["name"]];
   }
-  CHECK(discarded == 1);
+  CHECK(names == std::map<std::string, std::size_t>{{"task 0 (2 copies, discarded)", 1},
+                                                    {"task 0 (2 copies)", 1},
+                                                    {"task 1", 1},
+                                                    {"task 2", 1},
+                                                    {"task 3", 1}});
   CHECK(traced_rounds(trace) == std::vector<std::size_t>{1});
   process.workers = 1;
   CHECK_THROWS_AS(rt::chrome_trace_json({&process, 1}), ata::InvalidArgument);

@@ -39,6 +39,15 @@ std::vector<TimeModel> paper_law() {
   return models;
 }
 
+// Lognormal times of sigma 1.5 (cv 2.9), means 1..12: most tasks are short, a few very long.
+Scenario lognormal_cluster() {
+  std::vector<TimeModel> models;
+  for (std::size_t i = 1; i <= 12; ++i) {
+    models.push_back(TimeModel::lognormal(std::log(static_cast<double>(i)) - 1.125, 1.5));
+  }
+  return Scenario("lognormal", models);
+}
+
 }  // namespace
 
 TEST_CASE("ata-auto races memoryless near-homogeneous workers", "[sim][ata-auto]") {
@@ -57,12 +66,7 @@ TEST_CASE("ata-auto races memoryless near-homogeneous workers", "[sim][ata-auto]
 
 TEST_CASE("ata-auto restarts heavy-tailed tasks and beats the race without restarts",
           "[sim][ata-auto]") {
-  // Lognormal times of sigma 1.5 (cv 2.9), means 1..12: most tasks are short, a few very long.
-  std::vector<TimeModel> models;
-  for (std::size_t i = 1; i <= 12; ++i) {
-    models.push_back(TimeModel::lognormal(std::log(static_cast<double>(i)) - 1.125, 1.5));
-  }
-  const Scenario cluster("lognormal", models);
+  const Scenario cluster = lognormal_cluster();
   const auto objective = [&](ata::Policy& policy) {
     ata::sim::Simulation sim(cluster, policy, 12, 1);
     double total = 0.0;
@@ -81,6 +85,17 @@ TEST_CASE("ata-auto restarts heavy-tailed tasks and beats the race without resta
     ata::FixedPlanPolicy race("race", ata::race_of_fastest(cluster.means(), m));
     CHECK(learned < 0.9 * objective(race));
   }
+}
+
+TEST_CASE("ata-auto without race restarts races heavy tails without budgets", "[sim][ata-auto]") {
+  // What the thread runtime and MPI run: a fungible race without restart budgets.
+  ata::AtaAutoPolicy policy(12, racing().set_race_restarts(false));
+  ata::sim::Simulation sim(lognormal_cluster(), policy, 12, 1);
+  for (int k = 0; k < 1500; ++k) (void)sim.run_round();
+  REQUIRE(policy.evaluations() >= 1);
+  CHECK(policy.restart_rounds() == 0);  // with them, more than 1000 (the test above)
+  CHECK(policy.chosen_racers() > 0);    // it still races
+  for (const auto& e : policy.last_evaluation()) CHECK(std::isinf(e.restart_after));
 }
 
 TEST_CASE("ata-auto allocates near-deterministic times", "[sim][ata-auto]") {

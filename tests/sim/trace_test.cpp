@@ -12,6 +12,7 @@
 #include "ata/ata.hpp"
 #include "ata/core/error.hpp"
 #include "ata/sim/experiment.hpp"
+#include "support/trace_flows.hpp"
 
 namespace {
 
@@ -103,6 +104,7 @@ TEST_CASE("the Chrome trace holds each traced copy once, on its worker's track",
   CHECK(size.copies == copies);
   CHECK(stopped > 0);  // backups after 1.5 x the mean: some copies lose their race
   std::size_t round_slices = 0;
+  std::size_t copies_marked = 0;
   for (const auto& e : events) {
     if (e.at("ph") != "X") continue;
     if (e.at("cat") == "round") {
@@ -113,14 +115,20 @@ TEST_CASE("the Chrome trace holds each traced copy once, on its worker's track",
     const auto outcome = e.at("cat").get<std::string>();
     const auto task = e.at("args").at("task").get<std::size_t>();
     CHECK(e.at("args").at("outcome") == outcome);
-    CHECK(e.at("name") == "task " + std::to_string(task) +
-                              (outcome == "accepted" ? "" : " (" + outcome + ")"));
+    // Marked: how many copies of the task the round ran, when more than one, and the outcome.
+    const auto runs = e.at("args").at("copies").get<std::size_t>();
+    std::string notes = runs > 1 ? std::to_string(runs) + " copies" : "";
+    if (outcome != "accepted") notes += (notes.empty() ? "" : ", ") + outcome;
+    CHECK(e.at("name") == "task " + std::to_string(task) + (notes.empty() ? "" : " (" + notes + ")"));
+    copies_marked += runs > 1;
     CHECK(e.at("dur").get<double>() >= 0.0);
     ++in_file[{e.at("pid").get<int>(), e.at("args").at("round").get<std::size_t>(), task,
                e.at("tid").get<std::size_t>(), outcome}];
   }
   CHECK(round_slices == 30);
   CHECK(in_file == expected);
+  CHECK(copies_marked >= stopped);  // each stopped copy had a rival
+  CHECK(ata::testing::check_batch_flows(json, config.scenario.workers()) == copies);
 
   // Times: the first traced copy of the first process, scaled.
   const auto& first = processes[0].rounds[0];

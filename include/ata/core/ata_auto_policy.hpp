@@ -111,7 +111,9 @@ namespace ata {
 ///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
 ///    estimates. Once the shape has 256 ratios, the quotas of step 2 (computed with the
 ///    planning means below, no posterior noise) and races of the m workers of smallest planning
-///    mean (m on a doubling grid, refined around the best) are simulated under the learned laws,
+///    mean (m on a doubling grid, refined around the best; with Options::race_restarts, also the
+///    best race with restart budgets when the shape's tail is heavy) are simulated under the
+///    learned laws,
 ///    worker i's time being its planning mean times a ratio drawn from the shape, on common
 ///    draws (detail::PlanEvaluator), and the cheapest is played. Later evaluations are local
 ///    steps (the quotas, the race played and its neighbours m -/+ m/8), as far apart as keeps
@@ -189,12 +191,18 @@ class AtaAutoPolicy final : public Policy {
     /// heavier than exponential its races may carry restart budgets, which the thread runtime
     /// refuses in a fungible race today (docs/design.md), failing that batch.
     std::optional<RaceKind> race;
+    /// Whether its races may carry restart budgets (step 5: tried on tails heavier than
+    /// exponential). False for a driver that refuses them in the race kind set: the thread
+    /// runtime and MPI refuse restart budgets in a fungible race (docs/design.md), so ata-sgd
+    /// and ata-prox set it false with RaceKind::fungible. Read only with race set.
+    bool race_restarts = true;
     /// What a plan costs: wall + p x worker time (p = 1/n by default). Read only with race set.
     Objective objective;
 
     Options& set_seed(std::uint64_t value) noexcept { seed = value; return *this; }
     Options& set_race(std::optional<RaceKind> value) noexcept { race = value; return *this; }
     Options& set_objective(const Objective& value) noexcept { objective = value; return *this; }
+    Options& set_race_restarts(bool value) noexcept { race_restarts = value; return *this; }
     Options& set_exploration(double value) noexcept { exploration = value; return *this; }
     Options& set_change_threshold(double value) noexcept { change_threshold = value; return *this; }
     Options& set_exploration_budget(double value) noexcept {

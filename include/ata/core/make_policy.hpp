@@ -24,6 +24,9 @@ struct PolicyOptions {
   std::uint64_t seed = 0;       ///< "ata-auto": seed of its posterior draws.
   /// "ata-auto": the race it may play (AtaAutoPolicy::Options::race; std::nullopt: quotas only).
   std::optional<RaceKind> race;
+  /// "ata-auto" with `race`: whether its races may carry restart budgets
+  /// (AtaAutoPolicy::Options::race_restarts).
+  bool race_restarts = true;
   Objective objective;          ///< "ata-auto" with `race`: the objective its plans minimise.
 };
 

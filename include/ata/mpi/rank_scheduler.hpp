@@ -12,6 +12,7 @@
 
 #include "ata/core/policy.hpp"
 #include "ata/mpi/task_registry.hpp"
+#include "ata/runtime/observer.hpp"
 #include "ata/runtime/pool_options.hpp"
 #include "ata/runtime/round_report.hpp"
 
@@ -118,6 +119,15 @@ class RankScheduler {
   /// Tells every worker rank to stop serving (never waiting on a stalled one) and returns
   /// whether a rank is still lost: then MPI_Finalize would hang, and finish() skips it.
   bool shutdown();
+
+  /// Tells `observer` (nullptr: none) of every batch from now on, as BatchScheduler does
+  /// (runtime::Observer): its start with the plan, what the policy learned, its end with the
+  /// report (or failed, when run() throws after the start). On this thread, inside run(). The
+  /// task records' starts are on the root's clock: a rank runs a share's tasks back to back
+  /// and answers after the last, so they are laid back to back ending when the answer arrived
+  /// (a greedy rank answers each task), later than they ran by the answer's way to the root.
+  /// The observer must outlive its use.
+  void set_observer(runtime::Observer* observer) noexcept;
 
   /// Worker ranks (size - 1).
   [[nodiscard]] std::size_t workers() const noexcept;

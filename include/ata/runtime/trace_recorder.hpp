@@ -45,7 +45,10 @@ struct TraceCounts {
 /// "task J" for an accepted copy (category "accepted"), "task J (discarded)" for one whose
 /// result was not kept (category "discarded": a lost backup copy, a fungible race's surplus, a
 /// restarted copy, a failed attempt); args hold round, task, outcome and copies (how many
-/// copies of index J ran in the batch: more than 1 marks the copies of one task). Times are
+/// copies of index J ran in the batch), and N > 1 copies are marked in the name too: "task J (N
+/// copies)", "task J (N copies, discarded)". Each batch is a flow (category "batch"): an arrow
+/// ("ph" "s" on the rounds track, "f" with "bp": "e" on the worker's, one id each) from its
+/// slice to each of its copies, at the copy's middle, so a viewer links a batch's slices. Times are
 /// microseconds from the earliest batch start of all processes. Copies without a start cannot
 /// be placed and are left out (TraceCounts::unplaced). Throws ata::InvalidArgument naming a
 /// copy whose worker is not below its process's `workers`. `counts`, if given, receives the

@@ -122,6 +122,11 @@ struct PlayedPlan {
   std::size_t rounds = 0;
 };
 
+/// The plans `policy` played (StrategyRun::played_plans): its rounds by plan, most first, then,
+/// if any, the race rounds "with restart budgets". Empty for a policy that is not ata-auto. Any
+/// engine's ata-auto: the thread apps report them too.
+[[nodiscard]] std::vector<PlayedPlan> played_plans(const Policy& policy);
+
 /// The outcome of one strategy.
 struct StrategyRun {
   std::string name;

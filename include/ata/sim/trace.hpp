@@ -40,9 +40,12 @@ inline constexpr double kDefaultTraceUnitUs = 1.0;
 
 /// The trace as JSON text: process p (pid p + 1) is processes[p]; thread `worker` (tid = worker
 /// index) holds one complete slice ("ph": "X") per copy that worker ran, named "task J" for an
-/// accepted copy and "task J (stopped)" / "task J (restarted)" otherwise, with "cat" the outcome
-/// and args {round, task, outcome}; thread `workers` ("rounds", shown first) holds one slice per
-/// round. Times are model time x unit_us microseconds ("ts", "dur"). Throws
+/// accepted copy and "task J (stopped)" / "task J (restarted)" otherwise, "task J (N copies,
+/// ...)" when the round ran N > 1 copies of J, with "cat" the outcome and args {round, task,
+/// outcome, copies}; thread `workers` ("rounds", shown first) holds one slice per round, and
+/// the round is a flow (category "batch"): an arrow ("ph" "s" / "f" under one id) from its
+/// slice to each of its copies, at the copy's middle. Times are model time x unit_us
+/// microseconds ("ts", "dur"). Throws
 /// ata::InvalidArgument for a unit_us that is not finite and positive, or a copy on a worker
 /// the process does not have. `size`, if given, receives the counts.
 [[nodiscard]] std::string chrome_trace_json(std::span<const TraceProcess> processes,
