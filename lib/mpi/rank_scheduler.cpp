@@ -37,9 +37,9 @@ nanoseconds thread_cpu() {
 // How the root waits for answers without spinning: it sleeps until this share of a share's
 // expected time before its expected answer, then polls, sleeping an eighth of the time it has
 // been waiting past that point, within these bounds.
-constexpr double kEarlyWake = 0.1;
+constexpr double kEarlyWake = 0.2;
 constexpr auto kShortestSleep = std::chrono::microseconds(50);
-constexpr auto kLongestBackoff = std::chrono::microseconds(500);
+constexpr auto kLongestBackoff = std::chrono::microseconds(200);
 constexpr auto kLongestNap = std::chrono::milliseconds(5);  // deadlines are checked after it
 
 // The weight of a new round-trip sample in the learned round trip.

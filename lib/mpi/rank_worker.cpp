@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 // longest sleep late, and costs the machine few wake-ups meanwhile).
 constexpr std::size_t kHotPolls = 200;
 constexpr auto kShortestSleep = std::chrono::microseconds(50);
-constexpr auto kLongestSleep = std::chrono::microseconds(500);
+constexpr auto kLongestSleep = std::chrono::microseconds(250);
 
 Clock::duration idle_sleep(Clock::duration idle) {
   return std::clamp<Clock::duration>(idle / 8, kShortestSleep, kLongestSleep);
