@@ -52,6 +52,13 @@ struct Outgoing {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
+// A message matched, being received into its buffer.
+struct Incoming {
+  Bytes buffer;
+  MPI_Status status;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
 // Tasks sent to one rank in this round, still unanswered.
 struct Share {
   std::size_t worker = 0;
@@ -103,6 +110,7 @@ struct RankScheduler::State {
   std::vector<std::optional<LastShare>> last_share;
   std::vector<RankEvent> events;
   std::list<Outgoing> outgoing;
+  std::list<Incoming> incoming;  // matched, still arriving
   Bytes inbox;
 
   void send(std::size_t worker, wire::Tag tag, Bytes buffer) {
@@ -272,18 +280,40 @@ struct RankScheduler::State {
     return std::clamp<Clock::duration>((now - since) / 8, kShortestSleep, kLongestBackoff);
   }
 
-  // The next message from any rank, if one is there.
+  // The next message received whole from any rank, if there is one. A message is matched as
+  // soon as its first part arrives, and received without blocking: a large answer crossing a
+  // slow link, or one whose link goes down midway, must not hold the root (a blocking
+  // MPI_Mrecv would spin until its last byte, or forever).
   std::optional<MPI_Status> poll() {
-    int flag = 0;
-    MPI_Message message;
-    MPI_Status status;
-    MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status);
-    if (!flag) return std::nullopt;
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    inbox.resize(static_cast<std::size_t>(count));
-    MPI_Mrecv(inbox.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-    return status;
+    for (;;) {
+      int flag = 0;
+      MPI_Message message;
+      MPI_Status status;
+      MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status);
+      if (!flag) break;
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      auto& in = incoming.emplace_back(Incoming{Bytes(static_cast<std::size_t>(count)), status,
+                                                MPI_REQUEST_NULL});
+      MPI_Imrecv(in.buffer.data(), count, MPI_BYTE, &message, &in.request);
+    }
+    // The oldest message complete whose rank has no older one still arriving.
+    std::vector<int> arriving;
+    for (auto it = incoming.begin(); it != incoming.end(); ++it) {
+      const int source = it->status.MPI_SOURCE;
+      if (std::find(arriving.begin(), arriving.end(), source) != arriving.end()) continue;
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      if (!done) {
+        arriving.push_back(source);
+        continue;
+      }
+      inbox = std::move(it->buffer);
+      const MPI_Status status = it->status;
+      incoming.erase(it);
+      return status;
+    }
+    return std::nullopt;
   }
 };
 
@@ -329,7 +359,17 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   }
 }
 
-RankScheduler::~RankScheduler() { delete state_; }
+RankScheduler::~RankScheduler() {
+  // A message still arriving (from a lost rank) is written into its buffer whenever the rest
+  // of it comes: those buffers live as long as the process.
+  static std::mutex abandoned_mutex;
+  static std::list<Incoming> abandoned;
+  {
+    std::lock_guard lock(abandoned_mutex);
+    abandoned.splice(abandoned.end(), state_->incoming);
+  }
+  delete state_;
+}
 
 std::size_t RankScheduler::workers() const noexcept { return state_->workers; }
 

@@ -96,6 +96,34 @@ bool has(const std::vector<ata::mpi::RankEvent>& events, Kind kind, std::size_t 
                      [&](const auto& e) { return e.kind == kind && e.rank == rank; });
 }
 
+// What a fault cost, printed for docs/mpi.md's fault table: rounds and their time against the
+// usual round (the median of the rounds before the fault).
+class FaultLog {
+ public:
+  void usual(const ata::mpi::RankBatch& b) { usual_.push_back(wall(b)); }
+  void during(const ata::mpi::RankBatch& b) {
+    ++rounds_;
+    total_ += wall(b);
+  }
+  void print(const char* what) {
+    std::sort(usual_.begin(), usual_.end());
+    const double median = usual_.at(usual_.size() / 2);
+    std::printf("%s: %zu rounds, %.3f s, %.3f s more than %zu usual rounds of %.1f ms\n", what,
+                rounds_, total_, total_ - static_cast<double>(rounds_) * median, rounds_,
+                1e3 * median);
+    rounds_ = 0;
+    total_ = 0.0;
+  }
+
+ private:
+  static double wall(const ata::mpi::RankBatch& b) {
+    return std::chrono::duration<double>(b.report.wall).count();
+  }
+  std::vector<double> usual_;
+  std::size_t rounds_ = 0;
+  double total_ = 0.0;
+};
+
 std::unique_ptr<ata::Policy> policy(const std::string& name) {
   ata::PolicyOptions o;
   o.alpha = 0.01;
@@ -110,7 +138,8 @@ TEST_CASE("a link throttled mid-run: its rank's share moves, late answers drop, 
   // UTA gives rank 1 two of the six tasks every round: what happens to them is the test.
   const auto uta = policy("uta");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
-  for (int round = 0; round < 30; ++round) (void)run_checked(root, 6);
+  FaultLog log;
+  for (int round = 0; round < 30; ++round) log.usual(run_checked(root, 6));
   const double fast_link = root.round_trip(0).value();
   const double mean_before = uta->stats(0).mean();
 
@@ -123,6 +152,7 @@ TEST_CASE("a link throttled mid-run: its rank's share moves, late answers drop, 
   std::vector<double> walls_while_slow;
   for (int round = 0; round < 200; ++round) {
     const auto batch = run_checked(root, 6);
+    log.during(batch);
     events.insert(events.end(), batch.events.begin(), batch.events.end());
     late += batch.late_answers;
     moved += batch.moved_tasks;
@@ -131,6 +161,7 @@ TEST_CASE("a link throttled mid-run: its rank's share moves, late answers drop, 
     if (walls_while_slow.size() >= 10 && late > 0) break;
   }
   INFO("events " << events.size() << ", late " << late << ", moved " << moved);
+  log.print("throttled, until 10 rounds with rank 1 known slow and a late answer");
   // Overdue first (nothing about the link is known yet), then known slow from its answers'
   // and pings' round trips, so its share goes to the others without waiting for it.
   REQUIRE(has(events, Kind::slow_link, 1));
@@ -155,8 +186,10 @@ TEST_CASE("a link throttled mid-run: its rank's share moves, late answers drop, 
   bool used_again = false;
   for (int round = 0; round < 300 && !used_again; ++round) {
     const auto batch = run_checked(root, 6);
+    log.during(batch);
     used_again = !root.slow_link(0) && !root.lost(0) && batch.report.allocation[0] == 2;
   }
+  log.print("throttle lifted, until rank 1 had its share again");
   REQUIRE(used_again);
 }
 
@@ -165,7 +198,8 @@ TEST_CASE("a rank cut off for 2 s: lost, its share re-run, then back and used ag
   REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);
   const auto uta = policy("uta");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
-  for (int round = 0; round < 30; ++round) (void)run_checked(root, 6);
+  FaultLog log;
+  for (int round = 0; round < 30; ++round) log.usual(run_checked(root, 6));
   const double mean_before = uta->stats(1).mean();
 
   REQUIRE(cluster({"link", "2", "down"}) == 0);
@@ -181,6 +215,7 @@ TEST_CASE("a rank cut off for 2 s: lost, its share re-run, then back and used ag
   bool used_again = false;
   for (int round = 0; round < 2000 && !used_again; ++round) {
     const auto batch = run_checked(root, 6);
+    log.during(batch);
     events.insert(events.end(), batch.events.begin(), batch.events.end());
     late += batch.late_answers;
     backups += batch.backup_tasks;
@@ -188,6 +223,7 @@ TEST_CASE("a rank cut off for 2 s: lost, its share re-run, then back and used ag
                  batch.report.allocation[1] == 2;
   }
   restore.join();
+  log.print("link down 2 s, until rank 2 had its share again");
   const double cut = std::chrono::duration<double>(std::chrono::steady_clock::now() - down_at).count();
   INFO("events " << events.size() << ", late " << late << ", backups " << backups << ", "
                  << cut << " s after the cut");
@@ -214,12 +250,19 @@ TEST_CASE("a killed rank is survived across the network under --enable-recovery"
   const auto ata = policy("ata");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
   std::vector<ata::mpi::RankEvent> events;
+  FaultLog log;
   for (std::size_t round = 1; round <= 60; ++round) {
     if (round == 10) REQUIRE(cluster({"signal", "1", "KILL"}) == 0);
     const auto batch = run_checked(root, 6);
+    if (round < 10) {
+      log.usual(batch);
+    } else {
+      log.during(batch);
+    }
     if (round > 12 && root.lost(0)) REQUIRE(batch.report.allocation[0] == 0);
     events.insert(events.end(), batch.events.begin(), batch.events.end());
   }
+  log.print("rank 1 killed, the 51 rounds from the kill on");
   REQUIRE(events.size() == 1);
   CHECK(events[0].kind == Kind::lost);
   CHECK(events[0].rank == 1);
