@@ -230,19 +230,27 @@ struct RankScheduler::State {
   // answer: waiting for it would cost more than giving its share to them. It is back once a
   // ping shows its link fast enough again.
   void update_slow_links(const Allocation& quotas, std::vector<RankEvent>& batch_events) {
-    std::vector<std::optional<double>> expected(workers);
+    // The longest and second longest expected shares: the longest of the others is one of
+    // them, for every rank, in O(n).
+    std::optional<double> longest;
+    std::optional<double> second;
+    std::size_t longest_on = workers;
     for (std::size_t v = 0; v < workers; ++v) {
       if (lost[v] || slow[v] || quotas[v] == 0) continue;
-      if (const auto mean = expected_task_seconds(v)) {
-        expected[v] = static_cast<double>(quotas[v]) * *mean + link_seconds(v);
+      const auto mean = expected_task_seconds(v);
+      if (!mean) continue;
+      const double expected = static_cast<double>(quotas[v]) * *mean + link_seconds(v);
+      if (!longest || expected > *longest) {
+        second = longest;
+        longest = expected;
+        longest_on = v;
+      } else if (!second || expected > *second) {
+        second = expected;
       }
     }
     for (std::size_t w = 0; w < workers; ++w) {
       if (lost[w] || !last_round_trip[w]) continue;
-      std::optional<double> longest_other;
-      for (std::size_t v = 0; v < workers; ++v) {
-        if (v != w && expected[v]) longest_other = std::max(longest_other.value_or(0.0), *expected[v]);
-      }
+      const auto longest_other = w == longest_on ? second : longest;
       const bool too_slow =
           longest_other && *last_round_trip[w] > *longest_other + seconds(options.deadline_floor);
       if (too_slow && !slow[w]) mark(w, RankEvent::Kind::slow_link, batch_events);
