@@ -124,6 +124,13 @@ class FaultLog {
   double total_ = 0.0;
 };
 
+void print(const std::vector<ata::mpi::RankEvent>& events) {
+  for (const auto& e : events) {
+    const char* kind = e.kind == Kind::lost ? "lost" : e.kind == Kind::back ? "back" : "slow link";
+    std::printf("  rank %zu %s in round %zu, %.3f s\n", e.rank, kind, e.round, e.seconds);
+  }
+}
+
 std::unique_ptr<ata::Policy> policy(const std::string& name) {
   ata::PolicyOptions o;
   o.alpha = 0.01;
@@ -162,6 +169,7 @@ TEST_CASE("a link throttled mid-run: its rank's share moves, late answers drop, 
   }
   INFO("events " << events.size() << ", late " << late << ", moved " << moved);
   log.print("throttled, until 10 rounds with rank 1 known slow and a late answer");
+  print(events);
   // Overdue first (nothing about the link is known yet), then known slow from its answers'
   // and pings' round trips, so its share goes to the others without waiting for it.
   REQUIRE(has(events, Kind::slow_link, 1));
@@ -224,6 +232,7 @@ TEST_CASE("a rank cut off for 2 s: lost, its share re-run, then back and used ag
   }
   restore.join();
   log.print("link down 2 s, until rank 2 had its share again");
+  print(events);
   const double cut = std::chrono::duration<double>(std::chrono::steady_clock::now() - down_at).count();
   INFO("events " << events.size() << ", late " << late << ", backups " << backups << ", "
                  << cut << " s after the cut");
