@@ -86,6 +86,7 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   const double target = config.target_gap * (problem.loss(x) - problem.optimal_loss());
   const std::size_t d = problem.dim();
   double overhead = 0.0;
+  double root_cpu = 0.0;
   std::vector<double> mean(d);
   for (std::size_t k = 1; k <= config.max_rounds; ++k) {
     const auto batch = root.run(config.batch, kGradient, mpi::to_bytes(x));
@@ -107,6 +108,7 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
       return std::chrono::duration<double>(t).count();
     };
     run.wall_seconds += seconds(batch.report.wall);
+    root_cpu += seconds(batch.root_cpu);
     run.worker_seconds += seconds(batch.report.worker_time());
     overhead += seconds(batch.report.overhead());
     run.rounds = k;
@@ -120,6 +122,24 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
       run.reached = true;
       break;
     }
+  }
+  // What the root cost and what it learned of the links, for runs across a network.
+  if (run.rounds > 0) {
+    std::fprintf(stderr,
+                 "%s: %s: root CPU %.0f us per round, %.2f%% of its mean round of %.2f ms; "
+                 "learned round trips (ms), rank 1 on:",
+                 kProgram, run.name.c_str(), 1e6 * root_cpu / static_cast<double>(run.rounds),
+                 100.0 * root_cpu / run.wall_seconds,
+                 1e3 * run.wall_seconds / static_cast<double>(run.rounds));
+    for (std::size_t w = 0; w < root.workers(); ++w) {
+      const auto rtt = root.round_trip(w);
+      if (rtt) {
+        std::fprintf(stderr, " %.2f", 1e3 * *rtt);
+      } else {
+        std::fprintf(stderr, " -");
+      }
+    }
+    std::fprintf(stderr, "\n");
   }
   g_lost_workers.clear();
   for (std::size_t w = 0; w < root.workers(); ++w) {

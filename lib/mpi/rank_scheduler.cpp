@@ -1,5 +1,7 @@
 #include "ata/mpi/rank_scheduler.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <list>
@@ -18,6 +20,30 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::nanoseconds;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+Clock::duration span(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// CPU time of the calling thread, user and system.
+nanoseconds thread_cpu() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  const auto tv = [](const timeval& t) {
+    return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+  };
+  return tv(usage.ru_utime) + tv(usage.ru_stime);
+}
+
+// How the root waits for answers without spinning: it sleeps until this share of a share's
+// expected time before its expected answer, then polls, sleeping an eighth of the time it has
+// been waiting past that point, within these bounds.
+constexpr double kEarlyWake = 0.2;
+constexpr auto kShortestSleep = std::chrono::microseconds(50);
+constexpr auto kLongestBackoff = std::chrono::microseconds(200);
+constexpr auto kLongestNap = std::chrono::milliseconds(5);  // deadlines are checked after it
+
+// The weight of a new round-trip sample in the learned round trip.
+constexpr double kRoundTripWeight = 0.25;
 
 // A message on its way to a rank: its buffer lives until MPI says the send is done. A send to
 // a stalled or dead rank may never complete; it is dropped unwaited at the end.
@@ -26,12 +52,43 @@ struct Outgoing {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
+// A message matched, being received into its buffer.
+struct Incoming {
+  Bytes buffer;
+  MPI_Status status;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
 // Tasks sent to one rank in this round, still unanswered.
 struct Share {
   std::size_t worker = 0;
   std::vector<std::size_t> numbers;
   Clock::time_point deadline;
+  Clock::time_point sent;
+  // When its answer should arrive, from the learned mean and round trip, if they are known.
+  std::optional<Clock::time_point> expected;
+  // Sent while its rank still had a share: its answer waits behind that one, so its time is
+  // no sample of the link.
+  bool queued = false;
 };
+
+// The last share sent to a rank, so that even its late answer is a round-trip sample.
+struct LastShare {
+  std::size_t round = 0;
+  Clock::time_point sent;
+  bool queued = false;
+};
+
+// The task times (seconds) an answer of results carries, the round already read.
+double compute_seconds(wire::Reader& in) {
+  double sum = 0.0;
+  while (!in.at_end()) {
+    (void)in.u64();
+    sum += static_cast<double>(in.u64()) * 1e-9;
+    (void)in.bytes();
+  }
+  return sum;
+}
 
 }  // namespace
 
@@ -46,9 +103,15 @@ struct RankScheduler::State {
   runtime::Observer* observer = nullptr;
   Clock::time_point born = Clock::now();
   std::vector<bool> lost;
+  std::vector<bool> slow;                // link too slow for a share (RankEvent::slow_link)
   std::vector<Clock::time_point> heard;  // the last message from each rank
+  std::vector<std::optional<double>> round_trip;  // learned, seconds
+  std::vector<std::optional<double>> last_round_trip;
+  std::vector<std::optional<Clock::time_point>> ping_sent;  // the outstanding ping
+  std::vector<std::optional<LastShare>> last_share;
   std::vector<RankEvent> events;
   std::list<Outgoing> outgoing;
+  std::list<Incoming> incoming;  // matched, still arriving
   Bytes inbox;
 
   void send(std::size_t worker, wire::Tag tag, Bytes buffer) {
@@ -67,6 +130,7 @@ struct RankScheduler::State {
 
   void mark(std::size_t worker, RankEvent::Kind kind, std::vector<RankEvent>& batch_events) {
     lost[worker] = kind == RankEvent::Kind::lost;
+    slow[worker] = kind == RankEvent::Kind::slow_link;
     const RankEvent e{kind, worker + 1, round, seconds(Clock::now() - born)};
     events.push_back(e);
     batch_events.push_back(e);
@@ -88,13 +152,35 @@ struct RankScheduler::State {
     return sum / static_cast<double>(known);
   }
 
-  Clock::time_point deadline_for(std::size_t worker, std::size_t tasks) const {
-    const auto mean = expected_task_seconds(worker);
-    if (!mean) return Clock::now() + options.first_deadline;
-    const double s = options.deadline_factor * static_cast<double>(tasks) * *mean;
-    return Clock::now() + options.deadline_floor +
-           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  double link_seconds(std::size_t worker) const { return round_trip[worker].value_or(0.0); }
+
+  void learn_round_trip(std::size_t worker, double sample) {
+    sample = std::max(sample, 0.0);
+    last_round_trip[worker] = sample;
+    auto& learned = round_trip[worker];
+    learned = learned ? (1.0 - kRoundTripWeight) * *learned + kRoundTripWeight * sample : sample;
   }
+
+  // A share of `tasks` on `worker`, sent now: its deadline, and when its answer should come.
+  Share share(std::size_t worker, std::vector<std::size_t> numbers, bool queued) {
+    Share sh;
+    sh.worker = worker;
+    sh.sent = Clock::now();
+    sh.queued = queued;
+    const auto mean = expected_task_seconds(worker);
+    if (mean) {
+      const double expected = static_cast<double>(numbers.size()) * *mean + link_seconds(worker);
+      sh.expected = sh.sent + span(expected);
+      sh.deadline = sh.sent + options.deadline_floor + span(options.deadline_factor * expected);
+    } else {
+      sh.deadline = sh.sent + options.first_deadline;
+    }
+    sh.numbers = std::move(numbers);
+    last_share[worker] = LastShare{round, sh.sent, queued};
+    return sh;
+  }
+
+  bool usable(std::size_t worker) const { return !lost[worker] && !slow[worker]; }
 
   // Gives each of `numbers` to the live rank expected to finish it first, counting the tasks
   // it already has (`load`); returns the numbers per worker. Empty when every rank is lost.
@@ -103,17 +189,20 @@ struct RankScheduler::State {
     std::vector<std::vector<std::size_t>> out(workers);
     std::vector<double> mean(workers, 1.0);
     bool any_live = false;
+    bool any_usable = false;
     for (std::size_t w = 0; w < workers; ++w) {
       if (!lost[w]) any_live = true;
+      if (usable(w)) any_usable = true;
       if (const auto m = expected_task_seconds(w)) mean[w] = std::max(*m, 1e-12);
     }
     if (!any_live) return {};
     for (const std::size_t number : numbers) {
       std::size_t best = workers;
       for (std::size_t w = 0; w < workers; ++w) {
-        if (lost[w]) continue;
+        // Ranks with slow links only when every live rank has one.
+        if (lost[w] || (any_usable && slow[w])) continue;
         const auto finish = [&](std::size_t v) {
-          return static_cast<double>(load[v] + 1) * mean[v];
+          return link_seconds(v) + static_cast<double>(load[v] + 1) * mean[v];
         };
         if (best == workers || finish(w) < finish(best)) best = w;
       }
@@ -136,18 +225,104 @@ struct RankScheduler::State {
     return std::move(w.buffer());
   }
 
-  // The next message from any rank, if one is there.
+  // A live rank is slow when its last measured round trip alone outlasts the longest share
+  // expected of the other ranks with quotas (their tasks times their means, plus their links)
+  // by more than the deadline floor, the delay a loaded machine's scheduling may add to any
+  // answer: waiting for it would cost more than giving its share to them. It is back once a
+  // ping shows its link fast enough again.
+  void update_slow_links(const Allocation& quotas, std::vector<RankEvent>& batch_events) {
+    // The longest and second longest expected shares: the longest of the others is one of
+    // them, for every rank, in O(n).
+    std::optional<double> longest;
+    std::optional<double> second;
+    std::size_t longest_on = workers;
+    for (std::size_t v = 0; v < workers; ++v) {
+      if (lost[v] || slow[v] || quotas[v] == 0) continue;
+      const auto mean = expected_task_seconds(v);
+      if (!mean) continue;
+      const double expected = static_cast<double>(quotas[v]) * *mean + link_seconds(v);
+      if (!longest || expected > *longest) {
+        second = longest;
+        longest = expected;
+        longest_on = v;
+      } else if (!second || expected > *second) {
+        second = expected;
+      }
+    }
+    for (std::size_t w = 0; w < workers; ++w) {
+      if (lost[w] || !last_round_trip[w]) continue;
+      const auto longest_other = w == longest_on ? second : longest;
+      const bool too_slow =
+          longest_other && *last_round_trip[w] > *longest_other + seconds(options.deadline_floor);
+      if (too_slow && !slow[w]) mark(w, RankEvent::Kind::slow_link, batch_events);
+      if (!too_slow && slow[w]) mark(w, RankEvent::Kind::back, batch_events);
+    }
+  }
+
+  // A ping to each lost or slow rank without one outstanding, the size of the batch's input so
+  // that it crosses a rate-limited link as a share would; an idle rank echoes it at once.
+  void send_pings(const Bytes& input, const std::vector<bool>& working) {
+    for (std::size_t w = 0; w < workers; ++w) {
+      if (usable(w) || working[w] || ping_sent[w]) continue;
+      wire::Writer ping;
+      ping.u64(round);
+      ping.bytes(input);
+      ping_sent[w] = Clock::now();
+      send(w, wire::kPing, std::move(ping.buffer()));
+    }
+  }
+
+  // How long the root sleeps before its next poll: until shortly before the earliest answer
+  // expected, then a backoff from that point (or from the last message, without expectations).
+  Clock::duration idle_sleep(const std::vector<Share>& shares, Clock::time_point now,
+                             Clock::time_point last_progress) const {
+    std::optional<Clock::time_point> wake;
+    Clock::time_point earliest_deadline = now + kLongestNap;
+    for (const auto& sh : shares) {
+      earliest_deadline = std::min(earliest_deadline, sh.deadline);
+      if (!sh.expected) continue;
+      const auto early = *sh.expected - span(kEarlyWake * seconds(*sh.expected - sh.sent));
+      wake = wake ? std::min(*wake, early) : early;
+    }
+    if (wake && *wake > now + kShortestSleep) return std::min(*wake, earliest_deadline) - now;
+    const auto since = wake ? std::max(*wake, last_progress) : last_progress;
+    return std::clamp<Clock::duration>((now - since) / 8, kShortestSleep, kLongestBackoff);
+  }
+
+  // The next message received whole from any rank, if there is one. A message is matched as
+  // soon as its first part arrives, and received without blocking: a large answer crossing a
+  // slow link, or one whose link goes down midway, must not hold the root (a blocking
+  // MPI_Mrecv would spin until its last byte, or forever).
   std::optional<MPI_Status> poll() {
-    int flag = 0;
-    MPI_Message message;
-    MPI_Status status;
-    MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status);
-    if (!flag) return std::nullopt;
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    inbox.resize(static_cast<std::size_t>(count));
-    MPI_Mrecv(inbox.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-    return status;
+    for (;;) {
+      int flag = 0;
+      MPI_Message message;
+      MPI_Status status;
+      MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status);
+      if (!flag) break;
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      auto& in = incoming.emplace_back(Incoming{Bytes(static_cast<std::size_t>(count)), status,
+                                                MPI_REQUEST_NULL});
+      MPI_Imrecv(in.buffer.data(), count, MPI_BYTE, &message, &in.request);
+    }
+    // The oldest message complete whose rank has no older one still arriving.
+    std::vector<int> arriving;
+    for (auto it = incoming.begin(); it != incoming.end(); ++it) {
+      const int source = it->status.MPI_SOURCE;
+      if (std::find(arriving.begin(), arriving.end(), source) != arriving.end()) continue;
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      if (!done) {
+        arriving.push_back(source);
+        continue;
+      }
+      inbox = std::move(it->buffer);
+      const MPI_Status status = it->status;
+      incoming.erase(it);
+      return status;
+    }
+    return std::nullopt;
   }
 };
 
@@ -178,7 +353,12 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   state_->options = options;
   state_->workers = static_cast<std::size_t>(size - 1);
   state_->lost.assign(state_->workers, false);
+  state_->slow.assign(state_->workers, false);
   state_->heard.assign(state_->workers, state_->born);
+  state_->round_trip.assign(state_->workers, std::nullopt);
+  state_->last_round_trip.assign(state_->workers, std::nullopt);
+  state_->ping_sent.assign(state_->workers, std::nullopt);
+  state_->last_share.assign(state_->workers, std::nullopt);
   for (const std::size_t w : options.lost_workers) {
     if (w >= state_->workers) {
       throw InvalidArgument("lost worker " + std::to_string(w) + " out of range (" +
@@ -188,16 +368,42 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   }
 }
 
-RankScheduler::~RankScheduler() { delete state_; }
+RankScheduler::~RankScheduler() {
+  // A message still arriving (from a lost rank) is written into its buffer whenever the rest
+  // of it comes: those buffers live as long as the process.
+  static std::mutex abandoned_mutex;
+  static std::list<Incoming> abandoned;
+  {
+    std::lock_guard lock(abandoned_mutex);
+    abandoned.splice(abandoned.end(), state_->incoming);
+  }
+  delete state_;
+}
 
 std::size_t RankScheduler::workers() const noexcept { return state_->workers; }
 
-bool RankScheduler::lost(std::size_t worker) const {
-  if (worker >= state_->workers) {
+namespace {
+void check_worker(std::size_t worker, std::size_t workers) {
+  if (worker >= workers) {
     throw InvalidArgument("worker " + std::to_string(worker) + " out of range (" +
-                          std::to_string(state_->workers) + " workers)");
+                          std::to_string(workers) + " workers)");
   }
+}
+}  // namespace
+
+bool RankScheduler::lost(std::size_t worker) const {
+  check_worker(worker, state_->workers);
   return state_->lost[worker];
+}
+
+bool RankScheduler::slow_link(std::size_t worker) const {
+  check_worker(worker, state_->workers);
+  return state_->slow[worker];
+}
+
+std::optional<double> RankScheduler::round_trip(std::size_t worker) const {
+  check_worker(worker, state_->workers);
+  return state_->round_trip[worker];
 }
 
 const std::vector<RankEvent>& RankScheduler::events() const noexcept { return state_->events; }
@@ -211,6 +417,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   if (batch == 0) throw InvalidArgument("batch size B must be >= 1, got 0");
   if (s.shut_down) throw InvalidArgument("RankScheduler::run() after shutdown()");
   const auto start = Clock::now();
+  const auto cpu_at_start = thread_cpu();
   const std::size_t n = s.workers;
   Plan plan;
   {
@@ -262,14 +469,14 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   const auto claim_if_free = [&](std::size_t w) {
     const bool busy =
         std::any_of(shares.begin(), shares.end(), [&](const Share& sh) { return sh.worker == w; });
-    if (next_claim >= batch || s.lost[w] || !plan.is_racer(w) || busy) return;
+    if (next_claim >= batch || !s.usable(w) || !plan.is_racer(w) || busy) return;
     s.send(w, wire::kWork, s.work_message(false, task, {next_claim}, input));
-    shares.push_back(Share{w, {next_claim}, s.deadline_for(w, 1)});
+    shares.push_back(s.share(w, {next_claim}, false));
     ++next_claim;
   };
   const auto any_live_racer = [&] {
     return std::any_of(plan.racers().begin(), plan.racers().end(),
-                       [&](std::size_t w) { return !s.lost[w]; });
+                       [&](std::size_t w) { return s.usable(w); });
   };
 
   if (greedy) {
@@ -282,18 +489,23 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       started[w] = true;
       s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
     }
+    // A ping would end a racer's round: only the lost ranks get one.
+    s.send_pings(input, started);
   } else {
     const Allocation& a = plan.quotas();
     report.round = s.round;
-    // The shares of lost ranks go to live ones; the others keep the policy's choice.
+    s.update_slow_links(a, out.events);
+    // The shares of lost ranks and of slow links go to the others; the others keep the
+    // policy's choice.
     std::vector<std::vector<std::size_t>> per(n);
     std::vector<std::size_t> moved;
     std::vector<std::size_t> load(n, 0);
     std::size_t next = 0;
     for (std::size_t w = 0; w < n; ++w) {
-      for (std::size_t t = 0; t < a[w]; ++t) (s.lost[w] ? moved : per[w]).push_back(next++);
-      if (!s.lost[w]) load[w] = a[w];
+      for (std::size_t t = 0; t < a[w]; ++t) (s.usable(w) ? per[w] : moved).push_back(next++);
+      if (s.usable(w)) load[w] = a[w];
     }
+    out.moved_tasks = moved.size();
     next_claim = next;
     if (indexed && !any_live_racer()) {  // the pool is shared out as lost ranks' quotas are
       while (next_claim < batch) moved.push_back(next_claim++);
@@ -308,21 +520,22 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     for (std::size_t w = 0; w < n; ++w) {
       if (per[w].empty()) continue;
       s.send(w, wire::kWork, s.work_message(false, task, per[w], input));
-      shares.push_back(Share{w, per[w], s.deadline_for(w, per[w].size())});
+      shares.push_back(s.share(w, per[w], false));
     }
     // The racers' first claims, in worker order, as the simulator starts them at t = 0.
     for (const std::size_t w : plan.racers()) claim_if_free(w);
+    std::vector<bool> working(n, false);
+    for (const auto& sh : shares) working[sh.worker] = true;
+    s.send_pings(input, working);
   }
 
   auto last_progress = Clock::now();
-  std::size_t idle_polls = 0;
   std::vector<std::size_t> unassigned;  // allocated mode, every rank lost: tasks waiting
   if (!greedy && shares.empty()) {
     for (std::size_t t = 0; t < batch; ++t) unassigned.push_back(t);
   }
   while (finished < batch) {
     if (const auto status = s.poll()) {
-      idle_polls = 0;
       last_progress = Clock::now();
       const std::size_t w = static_cast<std::size_t>(status->MPI_SOURCE) - 1;
       s.heard[w] = last_progress;
@@ -337,9 +550,20 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         }
         if (indexed) claim_if_free(w);
       }
+      if (status->MPI_TAG == wire::kPong) {
+        if (s.ping_sent[w]) s.learn_round_trip(w, seconds(last_progress - *s.ping_sent[w]));
+        s.ping_sent[w].reset();
+        continue;
+      }
       if (status->MPI_TAG == wire::kStopped) continue;
       if (round != s.round) {
         ++out.late_answers;
+        // Late, but a round trip of the rank's link all the same (of its last share only: no
+        // other is remembered).
+        const auto& last = s.last_share[w];
+        if (status->MPI_TAG == wire::kResults && last && last->round == round && !last->queued) {
+          s.learn_round_trip(w, seconds(last_progress - last->sent) - compute_seconds(in));
+        }
         continue;
       }
       if (status->MPI_TAG == wire::kFailure) {
@@ -350,11 +574,13 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       // Where this answer's tasks go (an accepted slot, or a discarded record) and their times,
       // to place them back to back ending at the arrival (set_observer()).
       std::vector<std::pair<nanoseconds*, nanoseconds>> placed;
+      nanoseconds computed{0};
       while (!in.at_end()) {
         const std::uint64_t number = in.u64();
         const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
         const auto result = in.bytes();
         report.busy[w] += took;
+        computed += took;
         answered.push_back(number);
         std::size_t slot = greedy ? finished : static_cast<std::size_t>(number);
         const bool accept = greedy ? finished < batch : (slot < batch && !done[slot]);
@@ -377,12 +603,17 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         // The discarded records are the last ones pushed, in the answer's order.
         *(placed[i].first != nullptr ? placed[i].first : &report.tasks[--discarded].start) = end;
       }
-      // The shares this answer covers are no longer outstanding.
+      // The shares this answer covers are no longer outstanding; its answer's time beyond the
+      // task times the rank measured is the round trip of its link.
       std::erase_if(shares, [&](const Share& sh) {
         if (sh.worker != w) return false;
-        return std::all_of(sh.numbers.begin(), sh.numbers.end(), [&](std::size_t t) {
+        const bool covered = std::all_of(sh.numbers.begin(), sh.numbers.end(), [&](std::size_t t) {
           return std::find(answered.begin(), answered.end(), t) != answered.end();
         });
+        if (covered && !sh.queued) {
+          s.learn_round_trip(w, seconds(last_progress - sh.sent) - seconds(computed));
+        }
+        return covered;
       });
       if (indexed) claim_if_free(w);
       continue;
@@ -408,8 +639,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         const auto mean = s.expected_task_seconds(w);
         const auto allowed =
             mean ? s.options.deadline_floor +
-                       std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(s.options.deadline_factor * *mean))
+                       span(s.options.deadline_factor * (*mean + s.link_seconds(w)))
                  : Clock::duration(s.options.first_deadline);
         if (now - s.heard[w] > allowed) {
           s.mark(w, RankEvent::Kind::lost, out.events);
@@ -432,8 +662,18 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         for (std::size_t w = 0; w < n; ++w) {
           if (spread[w].empty()) continue;
           out.backup_tasks += spread[w].size();
+          const bool queued = std::any_of(shares.begin(), shares.end(),
+                                          [&](const Share& sh) { return sh.worker == w; });
           s.send(w, wire::kWork, s.work_message(false, task, spread[w], input));
-          shares.push_back(Share{w, spread[w], s.deadline_for(w, load[w])});
+          // Its deadline counts the tasks it still has before these.
+          auto sh = s.share(w, spread[w], queued);
+          if (queued) {
+            const auto mean = s.expected_task_seconds(w).value_or(0.0);
+            const double ahead = static_cast<double>(load[w] - spread[w].size()) * mean;
+            sh.deadline += span(s.options.deadline_factor * ahead);
+            if (sh.expected) *sh.expected += span(ahead);
+          }
+          shares.push_back(std::move(sh));
         }
       }
     }
@@ -449,12 +689,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           " s in round " + std::to_string(s.round) +
           " (lost ranks: " + (which.empty() ? "none" : which) + ")");
     }
-    // Poll hot for a moment, then sleep briefly: the root must not take a worker's core.
-    if (++idle_polls < 200) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    // The root must not take a worker's core: it sleeps while no answer is expected.
+    std::this_thread::sleep_for(s.idle_sleep(shares, Clock::now(), last_progress));
   }
   if (greedy) {
     // A greedy rank computes from its start until the stop: its running task's time is spent
@@ -487,6 +723,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
   report.wall = std::chrono::duration_cast<nanoseconds>(Clock::now() - start);
   report.start = start;
+  out.root_cpu = thread_cpu() - cpu_at_start;
   failed_end.end.outcome = runtime::BatchOutcome::succeeded;
   failed_end.end.report = &report;
   failed_end.observer = nullptr;  // told here, while `out` is still this function's

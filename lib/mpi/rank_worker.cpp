@@ -1,4 +1,5 @@
 // A worker rank: serves the root's shares until its shutdown.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,9 +17,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// An idle worker polls this many times, then sleeps this long between polls.
+// An idle worker polls this many times, then sleeps between polls: an eighth of the time it
+// has been idle, within these bounds (a rank idle for long answers its next share at most the
+// longest sleep late, and costs the machine few wake-ups meanwhile).
 constexpr std::size_t kHotPolls = 200;
-constexpr auto kIdleSleep = std::chrono::microseconds(50);
+constexpr auto kShortestSleep = std::chrono::microseconds(50);
+constexpr auto kLongestSleep = std::chrono::microseconds(250);
+
+Clock::duration idle_sleep(Clock::duration idle) {
+  return std::clamp<Clock::duration>(idle / 8, kShortestSleep, kLongestSleep);
+}
 
 bool message_waiting(MPI_Comm comm) {
   int flag = 0;
@@ -143,13 +151,14 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOp
     // would take the cores of busy ones. Poll, yielding, then sleep between polls (as the
     // thread pool's idle workers do).
     int found = 0;
+    const auto idle_since = Clock::now();
     for (std::size_t polls = 0;; ++polls) {
       MPI_Improbe(0, MPI_ANY_TAG, comm, &found, &message, &status);
       if (found) break;
       if (polls < kHotPolls) {
         std::this_thread::yield();
       } else {
-        std::this_thread::sleep_for(kIdleSleep);
+        std::this_thread::sleep_for(idle_sleep(Clock::now() - idle_since));
       }
     }
     int count = 0;
@@ -158,6 +167,10 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOp
     MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
     wire::Reader in(buffer);
     if (status.MPI_TAG == wire::kShutdown) return in.u64() != 0;
+    if (status.MPI_TAG == wire::kPing) {  // the root measures this rank's link
+      MPI_Send(buffer.data(), count, MPI_BYTE, 0, wire::kPong, comm);
+      continue;
+    }
     if (status.MPI_TAG != wire::kWork) continue;  // a stop for a greedy round already over
     Work w;
     w.round = in.u64();

@@ -2,9 +2,10 @@
 // The messages between the root and the worker ranks, as flat byte buffers.
 //
 // root -> worker: kWork (round, greedy?, stride, task name, task numbers, input), kStop (round:
-// a greedy round has its B results), kShutdown (whether a rank was lost).
+// a greedy round has its B results), kShutdown (whether a rank was lost), kPing (a number).
 // worker -> root: kResults (round, then per task: number, nanoseconds, result bytes),
-// kFailure (round, message), kStopped (round: a greedy round ended here; the rank is alive).
+// kFailure (round, message), kStopped (round: a greedy round ended here; the rank is alive),
+// kPong (the ping's number, echoed as soon as the rank is not running a share).
 
 #include <cstdint>
 #include <cstring>
@@ -16,7 +17,16 @@
 
 namespace ata::mpi::wire {
 
-enum Tag : int { kWork = 1, kStop = 2, kShutdown = 3, kResults = 4, kFailure = 5, kStopped = 6 };
+enum Tag : int {
+  kWork = 1,
+  kStop = 2,
+  kShutdown = 3,
+  kResults = 4,
+  kFailure = 5,
+  kStopped = 6,
+  kPing = 7,
+  kPong = 8
+};
 
 class Writer {
  public:

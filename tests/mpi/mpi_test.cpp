@@ -113,6 +113,13 @@ TEST_CASE("every allocated round returns exactly B results, by task", "[mpi]") {
     REQUIRE(accepted(batch.report) == 7);
     REQUIRE(batch.report.round == round);
     REQUIRE(batch.events.empty());
+    REQUIRE(batch.moved_tasks == 0);
+  }
+  // Every rank answered shares: each link has a learned round trip, none of them slow.
+  for (std::size_t w = 0; w < kWorkers; ++w) {
+    REQUIRE(root.round_trip(w).has_value());
+    REQUIRE(*root.round_trip(w) >= 0.0);
+    REQUIRE_FALSE(root.slow_link(w));
   }
 }
 
@@ -192,6 +199,10 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   const auto uta = policy("uta");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
   REQUIRE_THROWS_AS(root.run(0, "number", {}), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(root.lost(kWorkers), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(root.slow_link(kWorkers), ata::InvalidArgument);
+  REQUIRE_THROWS_AS(root.round_trip(kWorkers), ata::InvalidArgument);
+  REQUIRE_FALSE(root.round_trip(0).has_value());  // nothing measured yet
   try {
     (void)root.run(3, "throws", {});
     FAIL("a throwing task must fail the batch");

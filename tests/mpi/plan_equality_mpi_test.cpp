@@ -16,8 +16,9 @@
 // Why the root's receipt: results of different ranks have no order in MPI, so two results
 // released one after the other could reach the root swapped, and in a fungible race the
 // root's arrival order is the results' order and decides which B count. The test sees the
-// root's receipts by the MPI profiling interface: MPI_Mrecv below wraps PMPI_Mrecv and counts
-// the results (wire::kResults) each rank got received. Under quotas no receipt is awaited: a
+// root's receipts by the MPI profiling interface: MPI_Improbe below wraps PMPI_Improbe and
+// counts the results (wire::kResults) of each rank the root matched (it receives them, and
+// handles those of one rank, in the order it matched them). Under quotas no receipt is awaited: a
 // share answers once, at its end, and its results go by index.
 //
 // At t = 0 no holder batch is needed (the thread test has one): the root itself sends the
@@ -433,13 +434,13 @@ std::string run_plan(const PlanCase& c, const Expected& e, RankGates& gates,
 
 }  // namespace
 
-// Rank 0's MPI_Mrecv: the scheduler's receipts, counted for the controller (see the top).
-extern "C" int MPI_Mrecv(void* buffer, int count, MPI_Datatype type, MPI_Message* message,
-                         MPI_Status* status) {
+// Rank 0's MPI_Improbe: the scheduler's receipts, counted for the controller (see the top).
+extern "C" int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
+                           MPI_Status* status) {
   MPI_Status own;
   MPI_Status* filled = status == MPI_STATUS_IGNORE ? &own : status;
-  const int rc = PMPI_Mrecv(buffer, count, type, message, filled);
-  if (g_rank == 0 && rc == MPI_SUCCESS && filled->MPI_TAG == ata::mpi::wire::kResults &&
+  const int rc = PMPI_Improbe(source, tag, comm, flag, message, filled);
+  if (g_rank == 0 && rc == MPI_SUCCESS && *flag && filled->MPI_TAG == ata::mpi::wire::kResults &&
       filled->MPI_SOURCE >= 0 && static_cast<std::size_t>(filled->MPI_SOURCE) <= kMaxWorkers) {
     ++g_results_received[static_cast<std::size_t>(filled->MPI_SOURCE)];
   }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,10 @@ namespace ata::mpi {
 
 /// When a rank counts as stalled, and when the whole run gives up.
 struct RankOptions {
-  /// A share of a tasks on rank r is overdue after floor + factor * a * (r's mean task time as
-  /// learned by the policy; before r has one, the mean of the ranks that have one, and before
-  /// any has one, first_deadline).
+  /// A share of a tasks on rank r is overdue after floor + factor * (a * m + rtt), m being r's
+  /// mean task time as learned by the policy (before r has one, the mean of the ranks that
+  /// have one, and before any has one the deadline is first_deadline) and rtt the round trip
+  /// of r's link as the scheduler learned it (RankScheduler::round_trip(); 0 before any).
   double deadline_factor = 8.0;
   std::chrono::nanoseconds deadline_floor = std::chrono::milliseconds(200);
   std::chrono::nanoseconds first_deadline = std::chrono::seconds(2);
@@ -34,9 +36,11 @@ struct RankOptions {
   std::vector<std::size_t> lost_workers;
 };
 
-/// A rank lost (overdue) or back (it answered again), as the batch report lists them.
+/// A rank lost (overdue), slow (its link's round trip alone outlasts the other ranks' shares,
+/// so its share went to them) or back (it answered again, over a link fast enough), as the
+/// batch report lists them.
 struct RankEvent {
-  enum class Kind { lost, back };
+  enum class Kind { lost, slow_link, back };
   Kind kind = Kind::lost;
   std::size_t rank = 0;   ///< MPI rank (worker index + 1)
   std::size_t round = 0;  ///< the batch during which it happened
@@ -55,6 +59,11 @@ struct RankBatch {
   std::size_t backup_tasks = 0;
   /// Answers of earlier batches that arrived during this one, discarded by round number.
   std::size_t late_answers = 0;
+  /// Tasks of the policy's allocation given to other ranks at the start, because their rank
+  /// was lost or its link slow.
+  std::size_t moved_tasks = 0;
+  /// CPU time the root's thread spent in run() (getrusage RUSAGE_THREAD: user + system).
+  std::chrono::nanoseconds root_cpu{0};
 };
 
 /// The root's side of the rank back-end: one policy over the worker ranks of `comm`.
@@ -91,6 +100,17 @@ struct RankBatch {
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
 /// its unfinished tasks are re-run on live ranks, and the rank gets no share (the policy's
 /// allocation of it is moved to live ranks) until it answers again. No collective is used.
+/// While it waits, the root sleeps until shortly before the earliest answer it expects (from
+/// the learned means and round trips), then polls with a backoff: it does not spin a core.
+///
+/// The round trip of each rank's link is learned apart from its speed: from every answer, the
+/// time between the share's send and its answer minus the task times the rank measured, and
+/// from pings (answered at once by an idle rank) sent to lost and slow ranks at the start of
+/// every batch. The policy learns only the task times the ranks measured, so a slow link is
+/// never taken for a slow rank. A rank whose last round trip alone exceeds the longest
+/// expected share of the others by more than RankOptions::deadline_floor
+/// (RankEvent::Kind::slow_link) has its share given to them, and is used again once a ping
+/// shows its link fast enough.
 ///
 /// Several schedulers may drive the same worker ranks one after another (rounds of each
 /// start at 1, so a rank still lost under one should not be driven by the next).
@@ -135,6 +155,11 @@ class RankScheduler {
   [[nodiscard]] bool lost(std::size_t worker) const;
   /// Every loss and return so far.
   [[nodiscard]] const std::vector<RankEvent>& events() const noexcept;
+  /// Whether `worker`'s link is currently too slow to give it a share (RankEvent::slow_link).
+  [[nodiscard]] bool slow_link(std::size_t worker) const;
+  /// The round trip of `worker`'s link in seconds as learned so far (an exponentially weighted
+  /// mean of its samples, so a link that changes is followed), or nothing before any sample.
+  [[nodiscard]] std::optional<double> round_trip(std::size_t worker) const;
 
  private:
   struct State;
