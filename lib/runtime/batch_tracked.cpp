@@ -368,14 +368,21 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
     t.pool_next += chunk_length(lane, batch_ - t.pool_next);
     return {Source::pool, first, t.pool_next};
   }
-  // 2c. The caller lane: the unstarted tasks of a lane that has not reached the batch (asleep,
-  // or busy with an earlier batch), a chunk from the back, whatever the backups. Its caller is
-  // on a core now, where that lane may wake a scheduler slice late.
+  // 2c. The caller lane: a chunk from the back of the most unstarted tasks any lane has left,
+  // whatever the backups. Its caller is on a core now, where that lane may not have reached
+  // the batch yet (asleep, or busy with an earlier one), or may have lost its core mid-share.
   if (lane == lanes_->caller_lane()) {
+    std::size_t most = 0;
+    std::size_t victim = kNoLane;
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
-      Tracked::LaneState& from = t.lane[j];
-      if (from.entered || from.front == from.back) continue;
-      const std::size_t length = chunk_length(lane, from.back - from.front);
+      if (t.lane[j].back - t.lane[j].front > most) {
+        most = t.lane[j].back - t.lane[j].front;
+        victim = j;
+      }
+    }
+    if (victim != kNoLane) {
+      Tracked::LaneState& from = t.lane[victim];
+      const std::size_t length = chunk_length(lane, std::max<std::size_t>(1, most / 2));
       from.back -= length;
       t.takeovers += length;
       return {Source::take_over, from.back, from.back + length};
