@@ -186,10 +186,9 @@ class AtaAutoPolicy final : public Policy {
     /// How ata-auto may race (step 5): std::nullopt allocates only (every plan is quotas);
     /// RaceKind::fungible when tasks are interchangeable samples (stochastic gradients), the
     /// kind of `race:M`; RaceKind::indexed when every task index must run (a race then claims
-    /// them one by one). A driver that refuses races (MPI refuses indexed ones) needs nullopt.
-    /// With a race kind, drive the policy with plan() (allocate() throws on a race); on tails
-    /// heavier than exponential its races may carry restart budgets, which the thread runtime
-    /// refuses in a fungible race today (docs/design.md), failing that batch.
+    /// them one by one). A driver that runs no races needs nullopt. With a race kind, drive
+    /// the policy with plan() (allocate() throws on a race); on tails heavier than exponential
+    /// its races may carry restart budgets unless race_restarts is false.
     std::optional<RaceKind> race;
     /// Whether its races may carry restart budgets (step 5: tried on tails heavier than
     /// exponential). False for a driver that refuses them in the race kind set: the thread
