@@ -80,6 +80,8 @@ Batch::~Batch() = default;
 
 void Batch::submit(LaneSet& lanes) {
   lanes_ = &lanes;
+  // Read now: once a chunk is queued, a task may destroy the lanes.
+  caller_lane_ = lanes.caller_lane();
   // The caller lane, the highest index, is never queued on (nor given a backlog: its caller
   // runs its chunk at once, inline).
   const auto queued = std::span(targets_).first(targets_.size() - (has_caller_role() ? 1 : 0));
@@ -99,7 +101,7 @@ void Batch::submit(LaneSet& lanes) {
 }
 
 bool Batch::has_caller_role() const noexcept {
-  return lanes_ != nullptr && !targets_.empty() && targets_.back() == lanes_->caller_lane();
+  return !targets_.empty() && targets_.back() == caller_lane_;
 }
 
 void Batch::settle_share(Lane& worker) noexcept {

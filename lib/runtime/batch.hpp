@@ -318,6 +318,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::vector<TaskRecord> records_;
   TaskBody& body_;
   std::vector<WorkerLog> logs_;       // logs_[i].ran written by worker i only
+  std::size_t caller_lane_ = std::numeric_limits<std::size_t>::max();  // LaneSet::caller_lane()
   std::vector<std::size_t> targets_;  // the workers that get a chunk: quota workers, or racers
   LaneSet* lanes_ = nullptr;          // set by submit(): whose backlog the shares count in
 

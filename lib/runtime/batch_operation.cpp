@@ -333,6 +333,14 @@ void BatchOperation::submit_now() {
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }
+  // Made before anything is queued: from then on a task may destroy the lanes.
+  if (blocking_ && core.caller_lane() < workers) {
+    try {
+      caller_lane_ = std::make_unique<CallerLane>(core);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(batch_, "caller lane");
+    }
+  }
   // Throws with nothing queued: the batch then never completes.
   if (pacer != nullptr) {
     pacer->submit(job);
@@ -495,18 +503,7 @@ void BatchOperation::notify_end(BatchOutcome outcome, const RoundReport* report)
   if (observer_ != nullptr) observer_->on_batch_end(BatchEnd{round_, batch_, outcome, report});
 }
 
-void BatchOperation::run_caller_share() noexcept {
-  if (!caller_lane_) {
-    LaneSet& core = core_of(scheduler_.lanes_);
-    try {
-      caller_lane_ = std::make_unique<CallerLane>(core);
-    } catch (...) {
-      caller_share_->abandon(core.caller_lane(), std::current_exception());  // fails the batch
-      return;
-    }
-  }
-  caller_share_->run(caller_lane_->lane());
-}
+void BatchOperation::run_caller_share() noexcept { caller_share_->run(caller_lane_->lane()); }
 
 void BatchOperation::drop_caller_share() noexcept {
   caller_lane_.reset();

@@ -371,7 +371,7 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   // 2c. The caller lane: a chunk from the back of the most unstarted tasks any lane has left,
   // whatever the backups. Its caller is on a core now, where that lane may not have reached
   // the batch yet (asleep, or busy with an earlier one), or may have lost its core mid-share.
-  if (lane == lanes_->caller_lane()) {
+  if (lane == caller_lane_) {
     std::size_t most = 0;
     std::size_t victim = kNoLane;
     for (std::size_t j = 0; j < t.lane.size(); ++j) {
@@ -474,22 +474,20 @@ bool Batch::can_summon(std::size_t lane) const noexcept {
   // The caller lane only while its blocking caller waits for the batch (not in async_run()).
   const Tracked::LaneState& state = tracked_->lane[lane];
   return state.helps && state.entered && !state.inside && !state.summoned &&
-         (lane != lanes_->caller_lane() || tracked_->recovery.caller != nullptr);
+         (lane != caller_lane_ || tracked_->recovery.caller != nullptr);
 }
 
 void Batch::arm_timer() noexcept {
   Tracked& t = *tracked_;
+  // A decided batch wants no more copies; its lanes may be gone (a task that destroyed them).
+  if (t.released || stop_.stop_requested() || t.recovery.timer == nullptr) return;
   // A backup copy needs a lane to summon: while none is free, the timer is not armed for one
   // (a lane arms it as it leaves the batch).
   bool helper = false;
   if (t.rule.options().enabled()) {
     for (std::size_t j = 0; j < t.lane.size() && !helper; ++j) helper = can_summon(j);
   }
-  // A decided batch wants no more copies; its lanes may be gone (a task that destroyed them).
-  if (t.released || stop_.stop_requested() || t.recovery.timer == nullptr ||
-      (!helper && t.recovery.restart_after.empty())) {
-    return;
-  }
+  if (!helper && t.recovery.restart_after.empty()) return;
   double wait = time_to_next_restart();
   if (helper) {
     describe(kNoLane);
@@ -544,7 +542,7 @@ void Batch::on_timer() noexcept {
   }
   t.lane[action.worker].summoned = true;
   arm_timer();  // for the restart budgets and the other idle lanes
-  if (action.worker == lanes_->caller_lane()) {
+  if (action.worker == caller_lane_) {
     // Under the lock: the caller waits, alive, until the batch is complete.
     t.recovery.caller->summon_caller();
     return;
@@ -635,7 +633,7 @@ std::size_t Batch::retry_lane(std::size_t failed) const noexcept {
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
     if (j == failed || (!lane.entered && (allocation_[j] != 0 || lane.races)) || lane.summoned ||
-        j == lanes_->caller_lane()) {
+        j == caller_lane_) {
       continue;
     }
     if (!stuck(j)) return j;

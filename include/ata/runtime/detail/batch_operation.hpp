@@ -153,7 +153,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   // (caller_share_, set by submit_now() on the same thread); an asynchronous one's does not.
   bool blocking_ = false;
   std::shared_ptr<Batch> caller_share_;
-  std::unique_ptr<CallerLane> caller_lane_;  // made when first run
+  std::unique_ptr<CallerLane> caller_lane_;  // made by submit_now() for a blocking caller
 
   // Written once before on_finished(), read after it.
   BatchStatus status_ = BatchStatus::failed;
