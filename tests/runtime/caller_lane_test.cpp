@@ -8,17 +8,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "ata/ata.hpp"
 #include "ata/runtime/posted_lanes.hpp"
 #include "support/exactly_once.hpp"
+#include "support/gate.hpp"
 #include "support/nap.hpp"
 #include "support/without_backups.hpp"
 
@@ -32,27 +31,6 @@ namespace {
 rt::PoolOptions with_caller(std::size_t workers) {
   return rt::PoolOptions(workers).set_caller_lane(true);
 }
-
-// A gate that tasks wait at until the test opens it.
-class Gate {
- public:
-  void wait() {
-    std::unique_lock lock(mutex_);
-    opened_.wait(lock, [&] { return open_; });
-  }
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    opened_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable opened_;
-  bool open_ = false;
-};
 
 }  // namespace
 
@@ -117,15 +95,15 @@ TEST_CASE("the caller takes over the share of a lane busy elsewhere",
   // at a gate; this batch's share for worker 0 is taken over by the caller, and the batch ends
   // with the gate still closed.
   rt::WorkerPool pool(with_caller(2));
-  Gate gate;
+  ata::testing::Gate gate;
   std::atomic<bool> holding = false;
   ata::FixedPlanPolicy hold_policy(
       "hold", ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{1, 0})));
   rt::BatchScheduler holder(pool, hold_policy, ata::testing::without_backups());
   std::thread held([&] {
-    holder.run(1, [&](const rt::TaskContext&) {
+    holder.run(1, [&](const rt::TaskContext& ctx) {
       holding = true;
-      gate.wait();
+      gate.wait(ctx);
     });
   });
   while (!holding.load()) std::this_thread::sleep_for(1ms);
