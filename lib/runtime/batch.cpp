@@ -1,6 +1,7 @@
 #include "runtime/batch.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 #include <string>
 #include <utility>
@@ -60,7 +61,7 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     failures_allowed_ = recovery->retries > most / batch_ ? most : recovery->retries * batch_;
   }
   if (recovery && tracks(mode_)) {
-    tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
+    tracked_ = make_tracked(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
       const std::size_t first = has_shares() ? first_task_[i] : 0;
       tracked_->lane[i].front = first;
@@ -76,7 +77,76 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
   }
 }
 
-Batch::~Batch() = default;
+Batch::~Batch() {
+  if (tracked_ && tracked_->recovery.cache) {
+    const std::shared_ptr<TrackedStateCache> cache = std::move(tracked_->recovery.cache);
+    cache->keep(std::move(tracked_));
+  }
+}
+
+std::unique_ptr<Batch::Tracked> Batch::make_tracked(Recovery recovery, std::size_t lanes,
+                                                    std::size_t tasks) {
+  if (recovery.cache) {
+    if (std::unique_ptr<Tracked> kept = recovery.cache->take(lanes, tasks)) {
+      kept->reset(std::move(recovery), tasks);
+      return kept;
+    }
+  }
+  return std::make_unique<Tracked>(std::move(recovery), lanes, tasks);
+}
+
+void Batch::Tracked::reset(Recovery recovery_in, std::size_t tasks) {
+  rule = BackupRule(recovery_in.backups);  // first: it may throw
+  recovery = std::move(recovery_in);
+  for (LaneState& state : lane) {
+    std::stop_source stop = std::move(state.stop);
+    std::destroy_at(&state);
+    std::construct_at(&state);
+    if (!stop.stop_requested()) state.stop = std::move(stop);
+  }
+  task.assign(tasks, TaskState{});
+  for (std::size_t j = 0; j < tasks; ++j) {
+    claims[j].store(0, std::memory_order_relaxed);
+    ended[j].store(0, std::memory_order_relaxed);
+    copied[j].store(0, std::memory_order_relaxed);
+  }
+  view_task.assign(view_task.size(), kIdle);
+  pool_next = 0;
+  takeovers = backup_copies = retried = restarts = 0;
+  released = false;
+}
+
+void Batch::Tracked::forget_batch() noexcept {
+  recovery.owner.reset();
+  recovery.caller = nullptr;
+  recovery.timer = nullptr;
+  timer.reset();
+  summon_lost = nullptr;
+  retry.clear();
+  discarded.clear();
+  censored.clear();
+}
+
+std::unique_ptr<Batch::Tracked> TrackedStateCache::take(std::size_t lanes,
+                                                        std::size_t tasks) noexcept {
+  std::lock_guard lock(mutex_);
+  for (auto& state : kept_) {
+    if (state->lane.size() == lanes && state->task_capacity >= tasks) {
+      std::unique_ptr<Batch::Tracked> taken = std::move(state);
+      state = std::move(kept_.back());
+      kept_.pop_back();
+      return taken;
+    }
+  }
+  return nullptr;
+}
+
+void TrackedStateCache::keep(std::unique_ptr<Batch::Tracked> state) noexcept {
+  if (state->task_capacity > kMostTasks) return;
+  state->forget_batch();
+  std::lock_guard lock(mutex_);
+  if (kept_.size() < kept_.capacity()) kept_.push_back(std::move(state));
+}
 
 void Batch::submit(LaneSet& lanes) {
   lanes_ = &lanes;

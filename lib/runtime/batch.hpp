@@ -41,6 +41,7 @@ enum class Timing : std::uint8_t {
 // An allocated batch or an indexed race with backups, retries or restart budgets
 // ("tracked"): what it needs beyond the plain mode.
 class CallerWaiter;
+class TrackedStateCache;
 
 struct Recovery {
   BackupOptions backups;            // the rule's settings; enabled = false: retries only
@@ -58,6 +59,9 @@ struct Recovery {
   // A blocking caller waiting for the batch, which the batch may summon to run the caller
   // lane's part again; nullptr: none (no caller lane, or an asynchronous batch).
   CallerWaiter* caller = nullptr;
+  // Where the batch's tracked state comes from and goes back to when the batch is destroyed;
+  // nullptr: a state of its own.
+  std::shared_ptr<TrackedStateCache> cache;
 };
 
 // A stopped copy's running time, for Policy::observe_censored().
@@ -206,6 +210,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
   struct Tracked;
+  friend class TrackedStateCache;
+  // A state for `tasks` tasks on `lanes` lanes: one from recovery.cache if it holds one that
+  // fits, else a new one.
+  [[nodiscard]] static std::unique_ptr<Tracked> make_tracked(Recovery recovery, std::size_t lanes,
+                                                             std::size_t tasks);
   enum class Source : std::uint8_t { none, own, pool, retry, take_over, backup, restart };
   // What a lane runs next: tasks [task, end) of its share, of the race or taken over from the
   // back of another share (a chunk), or one copy of `task` (end = task + 1).
@@ -251,8 +260,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Lane `lane`'s learned mean: the policy's when allocated, with this batch's finished
   // copies added (0: unknown).
   [[nodiscard]] double mean_of(std::size_t lane) const noexcept;
-  // Arms the timer for the next running copy to become overdue for an idle lane.
-  void arm_timer() noexcept;
+  // Arms the timer for the next running copy to become overdue for an idle lane. `starting`:
+  // the lane that has just started a copy, whose deadlines cannot come before a timer already
+  // armed (kNoLane: a lane left, or the timer fired).
+  void arm_timer(std::size_t starting = kNoLane) noexcept;
   // On the timer's thread: stops the copies past their restart budgets, sends an idle lane
   // to help, or re-arms.
   void on_timer() noexcept;
@@ -396,14 +407,22 @@ struct Batch::Tracked {
         ended(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
         copied(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
         view(lanes),
-        view_task(lanes, kIdle) {}
+        view_task(lanes, kIdle),
+        task_capacity(tasks) {}
+
+  // Makes a kept state that of a new batch of `tasks` <= task_capacity tasks, as if new. A
+  // lane keeps its stop source unless it was stopped (run_chunk replaces a stopped one).
+  void reset(Recovery recovery_in, std::size_t tasks);
+  // Lets go of what belongs to the batch that ended (its task body's owner, its caller), so
+  // that a kept state holds nothing alive.
+  void forget_batch() noexcept;
 
   [[nodiscard]] bool done(std::size_t index) const noexcept {
     return (claims[index].load(std::memory_order_acquire) & kDone) != 0;
   }
 
-  const Recovery recovery;
-  const BackupRule rule;
+  Recovery recovery;
+  BackupRule rule;
   BriefLock mutex;
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
@@ -431,6 +450,31 @@ struct Batch::Tracked {
   // Why a summoned lane never came (shut down, its work refused or dropped unrun): the
   // batch's error if a retry is left with no lane to take it.
   std::exception_ptr summon_lost;
+  const std::size_t task_capacity;  // the per-task arrays' length
+};
+
+// Tracked states kept for the next batches. A scheduler runs batch after batch of one shape,
+// and a new state costs a dozen allocations: most of what tracking adds to a small batch.
+// Thread-safe: batches start and end on any thread.
+class TrackedStateCache {
+ public:
+  TrackedStateCache() { kept_.reserve(kKept); }
+
+ private:
+  friend class Batch;
+  // States kept at most: one per batch in flight, for a few at once.
+  static constexpr std::size_t kKept = 4;
+  // A state for more tasks is freed: there the per-task work dwarfs the allocations, and a
+  // kept state would hold megabytes.
+  static constexpr std::size_t kMostTasks = 4096;
+
+  // A kept state for `lanes` lanes and at least `tasks` tasks, removed; nullptr when none.
+  [[nodiscard]] std::unique_ptr<Batch::Tracked> take(std::size_t lanes, std::size_t tasks) noexcept;
+  // Keeps `state` (of a destroyed batch) if there is room, else frees it.
+  void keep(std::unique_ptr<Batch::Tracked> state) noexcept;
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Batch::Tracked>> kept_;  // capacity kKept: keeping never allocates
 };
 
 }  // namespace ata::runtime::detail

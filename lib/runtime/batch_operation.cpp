@@ -302,6 +302,7 @@ void BatchOperation::submit_now() {
             recovery->counts[i] = policy.stats(i).count();
           }
           recovery->timer = &scheduler_.engine_->deadlines;
+          recovery->cache = scheduler_.engine_->tracked_states;
           recovery->owner = owner_;
           if (core.caller_lane() < workers) recovery->caller = caller_waiter();
         }

@@ -139,7 +139,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
                    mean > 0.0 ? saturating_after(chunk_wall, me.stuck_after *
                                                                  static_cast<double>(pick.end - pick.task))
                               : Lane::Clock::time_point::max());
-  arm_timer();
+  arm_timer(i);
   TaskContext ctx(pick.task, i, me.stop.get_token());
   // Without restart budgets, a chunk's copy that wins, the usual case, needs no mutex.
   const bool end_unlocked = chunk && t.recovery.restart_after.empty();
@@ -477,10 +477,21 @@ bool Batch::can_summon(std::size_t lane) const noexcept {
          (lane != caller_lane_ || tracked_->recovery.caller != nullptr);
 }
 
-void Batch::arm_timer() noexcept {
+void Batch::arm_timer(std::size_t starting) noexcept {
   Tracked& t = *tracked_;
   // A decided batch wants no more copies; its lanes may be gone (a task that destroyed them).
   if (t.released || stop_.stop_requested() || t.recovery.timer == nullptr) return;
+  if (starting != kNoLane && t.timer) {
+    // The copy starting now earns a backup no sooner than min_overdue, and reaches its restart
+    // budget or its stuck deadline no sooner than those: the other lanes' deadlines are those
+    // the armed timer was set for.
+    double soonest = t.rule.options().min_overdue.value_or(0.0);
+    if (!t.recovery.restart_after.empty()) {
+      soonest = std::min(soonest, t.recovery.restart_after[starting]);
+    }
+    if (t.rule.options().take_overs()) soonest = std::min(soonest, t.lane[starting].stuck_after);
+    if (t.timer_at <= saturating_after(DeadlineTimer::Clock::now(), soonest)) return;
+  }
   // A backup copy needs a lane to summon: while none is free, the timer is not armed for one
   // (a lane arms it as it leaves the batch).
   bool helper = false;

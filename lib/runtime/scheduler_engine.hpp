@@ -1,6 +1,7 @@
 #pragma once
 // What a BatchScheduler keeps besides its pool and policy: the in-flight bound, the deadline
-// timer, the backlog buffer of load-aware allocation and the pacer of late binding.
+// timer, the backlog buffer of load-aware allocation, the pacer of late binding and the kept
+// states of tracked batches.
 
 #include <cstddef>
 #include <memory>
@@ -27,6 +28,8 @@ struct SchedulerEngine {
   std::vector<double> backlog;   // guarded by the policy's mutex
   std::vector<double> means;     // guarded by the policy's mutex: scratch for the pacer
   std::shared_ptr<Pacer> pacer;  // late binding (LateBindingOptions)
+  // Shared: a batch may outlive its scheduler (late copies of a batch that owns its task).
+  std::shared_ptr<TrackedStateCache> tracked_states = std::make_shared<TrackedStateCache>();
 };
 
 }  // namespace ata::runtime::detail

@@ -34,7 +34,14 @@ TEST_CASE("late binding puts a slow worker to work only where it saves time", "[
   const auto task = [](const rt::TaskContext& ctx) {
     std::this_thread::sleep_for(ctx.worker() == 0 ? 1ms : 20ms);
   };
-  (void)scheduler.run(2, task);  // unmeasured, each worker takes a task at once
+  // Unmeasured, each worker takes a task at once: the two wait for each other (a lane woken
+  // but slow to start, on a loaded machine, would otherwise leave its task to the other one).
+  std::atomic<int> warming{0};
+  (void)scheduler.run(2, [&](const rt::TaskContext& ctx) {
+    ++warming;
+    (void)ata::testing::eventually([&] { return warming.load() == 2; });
+    task(ctx);
+  });
   REQUIRE(policy->stats(1).count() == 1);
   // Worker 0 alone would take about 100 ms: worker 1 ends several tasks meanwhile, each one
   // that worker 0 would otherwise have reached last.

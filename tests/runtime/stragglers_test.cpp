@@ -406,6 +406,50 @@ TEST_CASE("a throwing task is retried on another worker, up to the limit",
   }
 }
 
+TEST_CASE("a tracked batch starts clean after any earlier one on its scheduler",
+          "[runtime][stragglers]") {
+  // Tracked batches reuse their scheduler's kept states: nothing of an earlier batch (its
+  // retries, failures, discarded copies, stopped sources, size) may show in a later one.
+  constexpr std::size_t kWorkers = 3;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  rt::BatchScheduler scheduler(pool, policy, with_backups().set_retries(1));
+  const auto clean_run = [&](std::size_t batch) {
+    CAPTURE(batch);
+    auto [values, report] =
+        scheduler.run(batch, [](const rt::TaskContext& ctx) { return ctx.task(); });
+    check_exactly_once(values, report, batch);
+    CHECK(report.retries == 0);
+    CHECK(report.discarded() == report.backup_copies);
+  };
+  std::vector<std::atomic<int>> attempts(12);
+  auto [values, report] = scheduler.run(12, [&](const rt::TaskContext& ctx) {
+    if (attempts[ctx.task()]++ == 0 && ctx.task() % 3 == 0) throw std::runtime_error("flaky");
+    return ctx.task();
+  });
+  check_exactly_once(values, report, 12);
+  clean_run(12);
+  clean_run(3);
+  clean_run(5000);  // more tasks than a kept state holds
+  clean_run(40);
+  CHECK_THROWS_WITH(scheduler.run(12,
+                                  [](const rt::TaskContext& ctx) {
+                                    if (ctx.task() == 5) throw std::runtime_error("always");
+                                    return ctx.task();
+                                  }),
+                    "always");
+  clean_run(12);
+  // A batch whose copies were stopped (a straggler's backup won) leaves no stopped source.
+  Straggler straggler;
+  std::atomic<bool> straggled{false};
+  auto [slow_values, slow_report] = scheduler.run(6, [&](const rt::TaskContext& ctx) {
+    if (ctx.task() == 0 && !straggled.exchange(true)) straggler(ctx);
+    return ctx.task();
+  });
+  check_exactly_once(slow_values, slow_report, 6);
+  clean_run(6);
+}
+
 TEST_CASE("8 concurrent submitters with backups: every result exactly once",
           "[runtime][stragglers][concurrency]") {
   constexpr std::size_t kWorkers = 4;
