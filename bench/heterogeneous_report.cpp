@@ -28,6 +28,7 @@
 #include "ata/ata.hpp"
 #include "ata/runtime/arena_lanes.hpp"
 #include "ata/runtime/asio_lanes.hpp"
+#include "ata/sim/experiment.hpp"
 #include "ata/sim/simulation.hpp"
 
 namespace {
@@ -41,7 +42,18 @@ struct Totals {
   double worst_overhead = 0.0;
   std::size_t takeovers = 0;
   std::size_t backup_copies = 0;
+  std::vector<ata::sim::PlayedPlan> played;  // ata-auto's plans (sim::played_plans)
 };
+
+// "race:4 80%, quotas 20%": the shares of the rounds.
+std::string shares(const std::vector<ata::sim::PlayedPlan>& played, std::size_t rounds) {
+  std::string text;
+  for (const auto& p : played) {
+    text += (text.empty() ? "" : ", ") + p.plan + " " +
+            std::to_string(100 * p.rounds / rounds) + "%";
+  }
+  return text;
+}
 
 struct Config {
   std::string preset = "linear";
@@ -157,7 +169,10 @@ std::vector<Totals> run_threads(const Config& c, const ata::models::Scenario& sc
     }
   }
   std::vector<Totals> totals;
-  for (const auto& run : live) totals.push_back(run->totals);
+  for (const auto& run : live) {
+    totals.push_back(run->totals);
+    totals.back().played = ata::sim::played_plans(*run->policy);
+  }
   return totals;
 }
 
@@ -173,6 +188,7 @@ Totals run_virtual(const Config& c, const ata::models::Scenario& seconds, const 
     t.takeovers += record.takeovers;
     t.backup_copies += record.backup_copies;
   }
+  t.played = ata::sim::played_plans(*policy);
   return t;
 }
 
@@ -227,9 +243,10 @@ int main(int argc, char** argv) {
         "reference OFTA without backups: %.3f s wall, %.3f s worker time on threads; %.3f s, "
         "%.3f s in virtual time\n",
         oracle_threads.wall, oracle_threads.worker, oracle_virtual.wall, oracle_virtual.worker);
-    std::printf("%-8s | %9s %6s | %9s %6s | %8s %8s | %7s | %9s %9s | %12s %10s %10s\n", "",
-                "wall (s)", "/ref", "worker (s)", "/ref", "sim wall", "sim work", "wall vs",
-                "takeovers", "copies", "overhead/rnd", "of wall", "worst rnd");
+    std::printf("%-8s | %9s %6s | %9s %6s | %8s %8s | %7s %7s | %9s %9s | %12s %10s %10s\n",
+                "", "wall (s)", "/ref", "worker (s)", "/ref", "sim wall", "sim work", "wall vs",
+                "work vs", "takeovers", "copies", "overhead/rnd", "of wall", "worst rnd");
+    std::vector<std::string> played;
     for (const std::string& name : names) {
       const auto at = std::find_if(runs.begin() + 1, runs.end(),
                                    [&](const auto& run) { return run.first == name; });
@@ -238,16 +255,23 @@ int main(int argc, char** argv) {
       const Totals v = run_virtual(c, seconds, name, c.backups);
       const double wall = t.wall / oracle_threads.wall;
       const double sim_wall = v.wall / oracle_virtual.wall;
+      const double work = t.worker / oracle_threads.worker;
+      const double sim_work = v.worker / oracle_virtual.worker;
       std::printf(
-          "%-8s | %9.3f %6.3f | %9.3f %6.3f | %8.3f %8.3f | %+6.1f%% | %4zu %4zu %4zu %4zu | %9.1f "
-          "us %9.2f%% %7.1f ms\n",
-          name.c_str(), t.wall, wall, t.worker, t.worker / oracle_threads.worker, sim_wall,
-          v.worker / oracle_virtual.worker, 100.0 * (wall / sim_wall - 1.0), t.takeovers,
+          "%-8s | %9.3f %6.3f | %9.3f %6.3f | %8.3f %8.3f | %+6.1f%% %+6.1f%% | %4zu %4zu %4zu "
+          "%4zu | %9.1f us %9.2f%% %7.1f ms\n",
+          name.c_str(), t.wall, wall, t.worker, work, sim_wall, sim_work,
+          100.0 * (wall / sim_wall - 1.0), 100.0 * (work / sim_work - 1.0), t.takeovers,
           v.takeovers, t.backup_copies, v.backup_copies,
           1e6 * t.overhead / static_cast<double>(c.rounds), 100.0 * t.overhead / t.wall,
           1e3 * t.worst_overhead);
       std::fflush(stdout);
+      if (!t.played.empty()) {
+        played.push_back(name + " played on threads: " + shares(t.played, c.rounds) +
+                         "; in virtual time: " + shares(v.played, c.rounds));
+      }
     }
+    for (const std::string& line : played) std::printf("%s\n", line.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ata_bench_heterogeneous: %s\n", e.what());
     return 1;

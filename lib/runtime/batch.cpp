@@ -504,6 +504,7 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
       // The B-th result is claimed: whatever still runs is surplus. The outcome is settled
       // when the workers inside have left (their accept() may still fail).
       if (slot + 1 == batch_) {
+        last_result_ = since;  // this task's end
         stop_.request_stop();
         close();
       }
@@ -636,7 +637,15 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   if (mode_ == Dispatch::greedy) {
     report.retries = std::min(failures_.load(std::memory_order_relaxed), failures_allowed_);
     for (std::size_t i = 0; i < workers; ++i) {
-      for (const RanTask& r : logs_[i].ran) slot_of_task[r.task] = r.slot;
+      for (const RanTask& r : logs_[i].ran) {
+        slot_of_task[r.task] = r.slot;
+        // A copy that started before the B-th result and ended after it was running then: it
+        // ran at least until then.
+        const auto until = elapsed(r.start, last_result_);
+        if (r.slot == kDiscarded && until.count() > 0 && until <= r.duration) {
+          surplus_.push_back({i, std::chrono::duration<double>(until).count()});
+        }
+      }
     }
     slot_order.reserve(batch_);
     for (std::size_t slot : slot_of_task) {

@@ -140,7 +140,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
     return logs_[worker].summary;
   }
   [[nodiscard]] Timing timing() const noexcept { return timing_; }
-  // After completion as Outcome::succeeded: the stopped copies' running times.
+  // After completion as Outcome::succeeded, and collect(): the stopped copies' running times.
+  // A fungible race's are its copies still running at the B-th result, each censored at that
+  // moment (as the simulator stops them).
   [[nodiscard]] const std::vector<Censored>& censored() const noexcept;
 
   // Late binding (runtime/pacer.hpp): a pull batch that is never queued on the lanes; the
@@ -343,6 +345,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::atomic<std::uint64_t> state_{0};       // kClosed | workers inside
   std::atomic<bool> completed_{false};        // complete() ran (tracked: it may be reached twice)
   std::unique_ptr<Tracked> tracked_;          // tracked mode only
+  TaskClock::Ticks last_result_ = 0;          // greedy: when the B-th result was claimed
+  std::vector<Censored> surplus_;             // greedy: censored() (collect() fills it)
 
   mutable std::mutex outcome_mutex_;
   Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_

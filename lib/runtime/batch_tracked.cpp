@@ -41,8 +41,7 @@ constexpr std::size_t kNoLane = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 const std::vector<Censored>& Batch::censored() const noexcept {
-  static const std::vector<Censored> none;
-  return tracked_ ? tracked_->censored : none;
+  return tracked_ ? tracked_->censored : surplus_;
 }
 
 bool Batch::all_results_in(std::size_t claimer) const noexcept {

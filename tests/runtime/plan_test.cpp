@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ata/ata.hpp"
+#include "support/eventually.hpp"
 #include "support/exactly_once.hpp"
 #include "support/nap.hpp"
 #include "support/without_backups.hpp"
@@ -219,6 +220,39 @@ TEST_CASE("a race's retries run on threads: indexed, mixed and fungible",
       CHECK(failures == static_cast<int>(2 * kBatch + 1));
     }
   }
+}
+
+TEST_CASE("a fungible race's copies still running at its B-th result are censored observations",
+          "[runtime][plan]") {
+  // As in the simulator: the race stops them, and each ran at least until the B-th result.
+  constexpr std::size_t kBatch = 8;
+  rt::WorkerPool pool(2);
+  ata::FixedPlanPolicy policy("race", ata::Plan::race(2, ata::RaceKind::fungible));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+  std::atomic<bool> slow_started{false};
+  std::atomic<int> slow_copies{0};
+  const auto started = std::chrono::steady_clock::now();
+  auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 1) {
+      ++slow_copies;
+      slow_started = true;
+      (void)nap(ctx, 30s);  // ends by the race's stop
+    } else {
+      // Worker 0 gives every result, once worker 1's copy runs.
+      (void)ata::testing::eventually([&] { return slow_started.load(); });
+    }
+    return ctx.task();
+  });
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK(values.size() == kBatch);
+  std::lock_guard lock(policy.mutex());
+  // Worker 1 ran one copy, stopped: censored, never a complete time.
+  CHECK(slow_copies == 1);
+  CHECK(policy.stats(1).count() == 0);
+  CHECK(policy.stats(1).censored_count() == 1);
+  CHECK(policy.stats(1).censored_sum() > 0.0);
+  CHECK(policy.stats(1).censored_sum() <= elapsed);
+  CHECK(policy.stats(0).count() == kBatch);
 }
 
 TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task afresh there",
