@@ -692,14 +692,18 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     // The root must not take a worker's core: it sleeps while no answer is expected.
     std::this_thread::sleep_for(s.idle_sleep(shares, Clock::now(), last_progress));
   }
+  // Greedy: each rank's task cut short by the stop, a censored observation (as the simulator
+  // and the threads have it): it ran at least the rank's span past the tasks it answered.
+  std::vector<std::pair<std::size_t, double>> cut;
   if (greedy) {
     // A greedy rank computes from its start until the stop: its running task's time is spent
     // although its result never comes, so that whole span counts as busy.
     const auto stopped = Clock::now();
     for (std::size_t w = 0; w < n; ++w) {
       if (!started[w] || s.lost[w]) continue;
-      report.busy[w] = std::max(report.busy[w],
-                                std::chrono::duration_cast<nanoseconds>(stopped - started_at[w]));
+      const auto span = std::chrono::duration_cast<nanoseconds>(stopped - started_at[w]);
+      if (span > report.busy[w]) cut.emplace_back(w, seconds(span - report.busy[w]));
+      report.busy[w] = std::max(report.busy[w], span);
       wire::Writer stop;
       stop.u64(s.round);
       s.send(w, wire::kStop, std::move(stop.buffer()));
@@ -716,6 +720,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       for (std::size_t t = 0; t < batch; ++t) {
         s.policy->observe(accepted_on[t], std::chrono::duration<double>(accepted_time[t]).count());
       }
+      for (const auto& [w, ran] : cut) s.policy->observe_censored(w, ran);
     } catch (...) {
       report.learning_error = std::current_exception();
     }
