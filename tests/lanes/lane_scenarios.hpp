@@ -335,21 +335,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
       }
     }
   }
-  TestType kind;
-  auto lanes = kind.make(options);
-  rt::WorkerPool pool(options);
-  const auto on_kind = measure(*lanes);
-  const auto on_pool = measure(pool);
-  REQUIRE(on_kind.size() == expected.size());
-  REQUIRE(on_pool.size() == expected.size());
-  std::size_t slow = 0;
-  for (std::size_t k = 0; k < expected.size(); ++k) {
-    CAPTURE(k, expected[k].count(), on_kind[k].count(), on_pool[k].count());
-    slow += expected[k] > 0ns ? 1 : 0;
-    CHECK(on_kind[k] >= expected[k]);  // a sleep never ends early
-    CHECK(on_pool[k] >= expected[k]);
-  }
-  // And no task slept a longer delay than its own: the measured times sort as the delays do
+  // No task slept a longer delay than its own: the measured times sort as the delays do
   // (every task of a shorter delay took less time than every task of a longer one). Compared
   // among the times measured, not with a bound on oversleeping.
   const auto sorts_as_expected = [&](const std::vector<std::chrono::nanoseconds>& measured) {
@@ -365,8 +351,28 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
     }
     return true;
   };
-  CHECK(sorts_as_expected(on_kind));
-  CHECK(sorts_as_expected(on_pool));
+  // A heavy load can oversleep a 100 ms delay past 200 ms (226-316 ms seen at load 17): the
+  // runs are repeated, fresh, up to three times. A lane that draws the wrong delays does so in
+  // every run, from the same seed.
+  TestType kind;
+  bool sorted = false;
+  for (int run = 0; run < 3 && !sorted; ++run) {
+    auto lanes = kind.make(options);
+    rt::WorkerPool pool(options);
+    const auto on_kind = measure(*lanes);
+    const auto on_pool = measure(pool);
+    REQUIRE(on_kind.size() == expected.size());
+    REQUIRE(on_pool.size() == expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      CAPTURE(k, expected[k].count(), on_kind[k].count(), on_pool[k].count());
+      CHECK(on_kind[k] >= expected[k]);  // a sleep never ends early
+      CHECK(on_pool[k] >= expected[k]);
+    }
+    sorted = sorts_as_expected(on_kind) && sorts_as_expected(on_pool);
+  }
+  CHECK(sorted);
+  const auto slow = static_cast<std::size_t>(
+      std::count_if(expected.begin(), expected.end(), [](auto d) { return d > 0ns; }));
   // Both delays occur, so the check above can tell them apart.
   CHECK(slow > 0);
   CHECK(slow < expected.size());
