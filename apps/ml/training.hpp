@@ -131,6 +131,10 @@ struct TrainingRun {
   std::size_t workers_busy_at_end = 0;  ///< the selection's size at the end
   std::size_t probes = 0;               ///< ringmaster-ata's exploratory probes
   std::size_t changes_detected = 0;     ///< ringmaster-ata's change tests and alarms
+  /// The largest delay of an applied result (< R by Ringmaster's rule), and the smallest of a
+  /// discarded one (>= R; 0 when none was discarded).
+  std::uint64_t max_applied_delay = 0;
+  std::uint64_t min_discarded_delay = 0;
   /// (discarded + stopped) / (applied + discarded + stopped): the work thrown away as stale.
   [[nodiscard]] double stale_share() const noexcept;
 };
@@ -155,6 +159,10 @@ struct TrainingRun {
 [[nodiscard]] TrainingRun train(const Problem& problem, const TrainingConfig& config,
                                 std::string_view strategy,
                                 const std::function<void(std::size_t)>& progress = {});
+
+/// Throws ata::InvalidArgument when a stream's last config.stream.delay_threshold points of
+/// `dim` numbers would not fit in apps::kMaxMemoryBytes (train() checks it too).
+void require_stream_memory(const TrainingConfig& config, std::size_t dim);
 
 /// The mean task time of each worker of config.scenario, in seconds (OFTA's knowledge).
 [[nodiscard]] std::vector<double> true_means_seconds(const TrainingConfig& config);

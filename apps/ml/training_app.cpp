@@ -179,6 +179,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
   config.record_learning = !o.plot_dir.empty();
   const auto problem = make_training_problem(o, program);
+  if (o.delay_threshold > 0) require_stream_memory(config, problem->dim());
   const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
                        static_cast<double>(o.strategies.size());
   if (tasks > kWarnTrainingTasks) {
@@ -300,6 +301,8 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
         s["workers_busy_at_end"] = r.workers_busy_at_end;
         s["probes"] = r.probes;
         s["changes_detected"] = r.changes_detected;
+        s["max_applied_delay"] = r.max_applied_delay;
+        s["min_discarded_delay"] = r.min_discarded_delay;
       }
       if (!r.played_plans.empty()) {
         nlohmann::json played = nlohmann::json::array();

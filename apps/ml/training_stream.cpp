@@ -77,14 +77,20 @@ models::Scenario stream_scenario(const models::Scenario& scenario, std::size_t b
 
 }  // namespace
 
+void require_stream_memory(const TrainingConfig& config, std::size_t dim) {
+  const std::size_t threshold = config.stream.delay_threshold;
+  // Each of the R slots holds a point, its version and its shared pointer.
+  apps::require_memory("--delay-threshold " + std::to_string(threshold) + " points of " +
+                           std::to_string(dim) + " numbers (the model's last R versions)",
+                       {threshold, dim + 4, sizeof(double)}, "; lower --delay-threshold");
+}
+
 TrainingRun train_stream(const Problem& problem, const TrainingConfig& config,
                          std::string_view strategy, StreamSelection selection,
                          const std::function<void(std::size_t)>& progress) {
   const std::size_t threshold = config.stream.delay_threshold;
   const std::size_t d = problem.dim();
-  apps::require_memory("--delay-threshold " + std::to_string(threshold) + " points of " +
-                           std::to_string(d) + " numbers (the model's last R versions)",
-                       {threshold, d + 4, sizeof(double)}, "; lower --delay-threshold");
+  require_stream_memory(config, d);
   const std::size_t n = config.scenario.workers();
   const double step = config.stream.step > 0.0 ? config.stream.step : config.step;
   const std::size_t cap = config.stream.max_gradients > 0 ? config.stream.max_gradients
@@ -201,11 +207,15 @@ TrainingRun train_stream(const Problem& problem, const TrainingConfig& config,
       ++run.tasks_stopped;
     } else if (!ringmaster_applies(delivery.delay(), threshold)) {
       ++run.gradients_discarded;
+      run.min_discarded_delay = run.gradients_discarded == 1
+                                    ? delivery.delay()
+                                    : std::min(run.min_discarded_delay, delivery.delay());
       complete_time[w] += elapsed;
       ++complete_count[w];
     } else {
       complete_time[w] += elapsed;
       ++complete_count[w];
+      run.max_applied_delay = std::max(run.max_applied_delay, delivery.delay());
       const Result& result = delivery.value();
       if (!result) throw Error(run.name + ": a fresh result has no point to come from");
       const double scale = sgd ? step : 1.0;
