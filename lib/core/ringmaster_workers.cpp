@@ -25,6 +25,11 @@ std::optional<StreamSelection> stream_selection(std::string_view strategy) noexc
   return std::nullopt;
 }
 
+double stale_share(std::size_t applied, std::size_t discarded, std::size_t stopped) noexcept {
+  const std::size_t ended = applied + discarded + stopped;
+  return ended == 0 ? 0.0 : static_cast<double>(discarded + stopped) / static_cast<double>(ended);
+}
+
 RingmasterWorkers::RingmasterWorkers(StreamSelection selection, std::size_t workers,
                                      std::size_t threshold, std::span<const double> true_means,
                                      const RingmasterSelection::Options& learning)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ata/core/error.hpp"
+#include "apps/small_cluster.hpp"
 #include "ata/core/ringmaster_workers.hpp"
 #include "problems.hpp"
 #include "training.hpp"
@@ -17,14 +18,7 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 
 ata::ml::TrainingConfig stream_cluster(ata::ml::Method method) {
-  ata::ml::TrainingConfig config;
-  config.method = method;
-  config.scenario = ata::models::make_preset("sqrt", 4);
-  config.unit = std::chrono::microseconds(1);
-  config.batch = 6;
-  config.max_rounds = 3000;
-  config.target_gap = 0.05;
-  config.step = method == ata::ml::Method::sgd ? 0.5 : 2.0;
+  auto config = small_cluster(method);
   config.stream.delay_threshold = 4;
   config.stream.step = method == ata::ml::Method::sgd ? 0.1 : 0.3;
   return config;

@@ -32,6 +32,11 @@ enum class StreamSelection : std::uint8_t {
   return delay < threshold;
 }
 
+/// The share of a stream's ended tasks thrown away as stale: (discarded + stopped) / (applied +
+/// discarded + stopped), 0 when none ended.
+[[nodiscard]] double stale_share(std::size_t applied, std::size_t discarded,
+                                 std::size_t stopped) noexcept;
+
 /// The workers a Ringmaster stream keeps busy, for one selection, whatever runs the stream.
 /// The engine reports every task that ended (observe()) and asks select() after each event.
 ///
