@@ -48,6 +48,10 @@ std::optional<ml::TrainingOptions> options(int argc, char** argv) {
         "--lanes, --cpus, --work-factors, --calibration-tasks and --scenario none do not apply "
         "to MPI ranks: each rank is one worker, slowed by the scenario");
   }
+  if (o.delay_threshold > 0) {
+    throw apps::UsageError("--strategies: the ringmaster strategies run on threads only (ata-sgd, "
+                           "ata-prox), not on MPI ranks");
+  }
   o.workers = ranks;
   return o;
 }

@@ -15,6 +15,7 @@
 #include "ata/runtime/observer.hpp"
 #include "ata/runtime/trace_recorder.hpp"
 #include "training_lanes.hpp"
+#include "training_stream.hpp"
 
 namespace ata::ml {
 
@@ -84,6 +85,15 @@ class LearningRecorder final : public runtime::Observer {
 
 }  // namespace
 
+double TrainingRun::stale_share() const noexcept {
+  return ata::stale_share(gradients_applied, gradients_discarded, tasks_stopped);
+}
+
+std::vector<std::string> stream_strategies() {
+  const auto names = stream_strategy_names();
+  return {names.begin(), names.end()};
+}
+
 std::vector<double> true_means_seconds(const TrainingConfig& config) {
   return config.scenario.scaled(seconds(config.unit)).means();
 }
@@ -91,6 +101,13 @@ std::vector<double> true_means_seconds(const TrainingConfig& config) {
 TrainingRun train(const Problem& problem, const TrainingConfig& config, std::string_view strategy,
                   const std::function<void(std::size_t)>& progress) {
   check_settings(problem, config);
+  if (const auto selection = stream_selection(strategy)) {
+    if (config.stream.delay_threshold == 0) {
+      throw InvalidArgument(std::string(strategy) +
+                            " needs Ringmaster's delay threshold R >= 1 (--delay-threshold)");
+    }
+    return train_stream(problem, config, strategy, *selection, progress);
+  }
   PolicyOptions options = config.policy;
   options.means = config.means.empty() ? true_means_seconds(config) : config.means;
   options.seed = config.seed;

@@ -37,6 +37,22 @@ enum class Method {
   prox,  ///< x <- mean of B stochastic proxes prox_{step f_j}(x)
 };
 
+/// The asynchronous methods (ringmaster, ringmaster-ata, ringmaster-oracle: a
+/// runtime::TaskStream driven by Ringmaster's rule, docs/async.md).
+struct StreamSettings {
+  /// Ringmaster's R: a result computed delta >= R versions ago is never applied. 0: unset
+  /// (train() refuses the stream strategies).
+  std::size_t delay_threshold = 0;
+  /// A running task whose delay reaches R is stopped (its time censored) and its worker
+  /// restarted (the stream's stale bound), instead of finishing to be discarded.
+  bool stops = true;
+  /// The step of each applied result; 0: TrainingConfig::step. SGD: x <- x - step g; prox:
+  /// x <- x - (y - prox_{step f_j}(y)) for the point y the task started from.
+  double step = 0.0;
+  /// The most results a stream applies; 0: max_rounds x batch.
+  std::size_t max_gradients = 0;
+};
+
 struct TrainingConfig {
   Method method = Method::sgd;
   models::Scenario scenario = models::make_preset("sqrt", 17);
@@ -64,10 +80,11 @@ struct TrainingConfig {
   bool record_learning = false;
   /// What a run is judged by: wall + p x worker seconds (default p = 1/n, see ata::Objective).
   Objective objective;
+  StreamSettings stream;
 };
 
 struct TrainingPoint {
-  std::size_t round = 0;
+  std::size_t round = 0;  ///< for a stream: the results applied
   double wall_seconds = 0.0;    ///< summed batch wall times so far
   double worker_seconds = 0.0;  ///< summed worker times so far, discarded work included
   double gap = 0.0;             ///< f(x) - f*
@@ -104,18 +121,48 @@ struct TrainingRun {
   std::vector<LearnedPoint> learning;
   /// For ata-auto: the plans it played (sim::played_plans()); empty for other strategies.
   std::vector<sim::PlayedPlan> played_plans;
+
+  /// A stream strategy's run (rounds then counts its applied results; wall and worker time run
+  /// to the target, or to its last result if it was not reached).
+  bool stream = false;
+  std::size_t gradients_applied = 0;
+  std::size_t gradients_discarded = 0;  ///< finished with delay >= R
+  std::size_t tasks_stopped = 0;        ///< stopped at delay R (with stops)
+  std::size_t workers_busy_at_end = 0;  ///< the selection's size at the end
+  std::size_t probes = 0;               ///< ringmaster-ata's exploratory probes
+  std::size_t changes_detected = 0;     ///< ringmaster-ata's change tests and alarms
+  /// The largest delay of an applied result (< R by Ringmaster's rule), and the smallest of a
+  /// discarded one (>= R; 0 when none was discarded).
+  std::uint64_t max_applied_delay = 0;
+  std::uint64_t min_discarded_delay = 0;
+  /// (discarded + stopped) / (applied + discarded + stopped): the work thrown away as stale.
+  [[nodiscard]] double stale_share() const noexcept;
 };
 
-/// Trains with `strategy` (a make_policy() name) on fresh lanes built from config (its kind,
-/// scenario, CPUs and work factors).
+/// The names train() accepts beyond make_policy()'s: the stream strategies.
+[[nodiscard]] std::vector<std::string> stream_strategies();
+
+/// Trains with `strategy` (a make_policy() name, or a stream strategy) on fresh lanes built
+/// from config (its kind, scenario, CPUs and work factors).
+/// A stream strategy runs a runtime::TaskStream: each task computes one stochastic gradient
+/// (or prox) at the point of the version it started from, drawing its sample from
+/// models::Rng(seed, task number), and the consumer applies it iff its delay is below
+/// config.stream.delay_threshold; the loss is checked every config.batch applied results. A
+/// scenario change of round r strikes the tasks started from version (r - 1) x batch on, as in
+/// ata-sim.
 /// Task j of round k draws its sample from models::Rng(seed + k, j), so allocated and pull
 /// strategies follow the same iterates. `progress` (optional) gets the rounds done.
-/// Throws ata::InvalidArgument for bad settings, and ata::Error when the worker threads cannot
+/// Throws ata::InvalidArgument for bad settings (a stream strategy without a delay threshold),
+/// and ata::Error when the worker threads cannot
 /// be started or pinned, or the training diverges (f(x) - f* no longer finite: the step is too
 /// large).
 [[nodiscard]] TrainingRun train(const Problem& problem, const TrainingConfig& config,
                                 std::string_view strategy,
                                 const std::function<void(std::size_t)>& progress = {});
+
+/// Throws ata::InvalidArgument when a stream's last config.stream.delay_threshold points of
+/// `dim` numbers would not fit in apps::kMaxMemoryBytes (train() checks it too).
+void require_stream_memory(const TrainingConfig& config, std::size_t dim);
 
 /// The mean task time of each worker of config.scenario, in seconds (OFTA's knowledge).
 [[nodiscard]] std::vector<double> true_means_seconds(const TrainingConfig& config);

@@ -136,6 +136,36 @@ std::optional<apps::Figure> learning_figure(const std::vector<TrainingRun>& runs
   return f;
 }
 
+// The streams beside the others: time and worker time to the target against greedy
+// Ringmaster's, and what each stream threw away as stale. Nothing without a stream.
+void print_stream_table(const Options& o, const TrainingConfig& config,
+                        const std::vector<TrainingRun>& runs) {
+  const auto greedy = std::find_if(runs.begin(), runs.end(),
+                                   [](const TrainingRun& r) { return r.name == "ringmaster"; });
+  if (std::none_of(runs.begin(), runs.end(), [](const TrainingRun& r) { return r.stream; })) return;
+  apps::Table table({"strategy", "time (s)", "worker time (s)", "time/ringmaster",
+                     "work/ringmaster", "results applied", "discarded", "stopped", "stale share",
+                     "busy at end"});
+  for (const auto& r : runs) {
+    const bool vs = greedy != runs.end();
+    table.add_row({r.name, apps::fixed(r.wall_seconds, 3), apps::fixed(r.worker_seconds, 3),
+                   vs ? ratio(r.wall_seconds, greedy->wall_seconds) : "-",
+                   vs ? ratio(r.worker_seconds, greedy->worker_seconds) : "-",
+                   r.stream ? std::to_string(r.gradients_applied) : "-",
+                   r.stream ? std::to_string(r.gradients_discarded) : "-",
+                   r.stream ? std::to_string(r.tasks_stopped) : "-",
+                   r.stream ? apps::fixed(r.stale_share(), 3) : "-",
+                   r.stream ? std::to_string(r.workers_busy_at_end) : "-"});
+  }
+  std::printf("\nAsynchronous streams (R = %zu, stops %s, step %s, the loss checked every %zu "
+              "results) beside the rounds:\n%s",
+              o.delay_threshold, o.stops.c_str(),
+              apps::general(config.stream.step > 0.0 ? config.stream.step : config.step, 4).c_str(),
+              config.batch, table.render().c_str());
+  std::printf("(worker time includes stopped and discarded tasks; stale share: a stream's tasks "
+              "discarded or stopped at delay R over all it ended)\n");
+}
+
 // worker_kind: what the workers are ("worker ranks"), or nullptr for the lanes of `o`.
 int run(const Options& o, Method method, const char* program, const Trainer& trainer,
         const char* worker_kind) {
@@ -149,6 +179,7 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   config.traced_rounds = o.trace_path.empty() && o.plot_dir.empty() ? 0 : o.trace_rounds;
   config.record_learning = !o.plot_dir.empty();
   const auto problem = make_training_problem(o, program);
+  if (o.delay_threshold > 0) require_stream_memory(config, problem->dim());
   const double tasks = static_cast<double>(o.batch) * static_cast<double>(o.rounds) *
                        static_cast<double>(o.strategies.size());
   if (tasks > kWarnTrainingTasks) {
@@ -214,21 +245,27 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
   const auto& gta = find(runs, "gta");
   const auto& ofta = find(runs, "ofta");
   apps::Table table({"strategy", "rounds", "time (s)", "worker time (s)", "objective", "time/GTA",
-                     "work/GTA", "time/OFTA", "work/OFTA", "obj/OFTA", "final f-f*", "overhead"});
+                     "work/GTA", "time/OFTA", "work/OFTA", "obj/OFTA", "final f-f*", "overhead",
+                     "stale"});
   for (const auto& r : runs) {
+    // A stream's rounds are the results it applied.
+    const std::string rounds = std::to_string(r.rounds) + (r.stream ? " applied" : "");
     table.add_row(
-        {r.name, r.reached ? std::to_string(r.rounds) : std::to_string(r.rounds) + " (not reached)",
+        {r.name, r.reached ? rounds : rounds + " (not reached)",
          apps::fixed(r.wall_seconds, 3), apps::fixed(r.worker_seconds, 3),
          apps::fixed(r.objective, 3),
          ratio(r.wall_seconds, gta.wall_seconds), ratio(r.worker_seconds, gta.worker_seconds),
          ratio(r.wall_seconds, ofta.wall_seconds), ratio(r.worker_seconds, ofta.worker_seconds),
          ratio(r.objective, ofta.objective),
-         apps::general(r.final_gap, 3), apps::fixed(100.0 * r.overhead_share, 1) + "%"});
+         apps::general(r.final_gap, 3),
+         r.stream ? std::string("-") : apps::fixed(100.0 * r.overhead_share, 1) + "%",
+         r.stream ? apps::fixed(100.0 * r.stale_share(), 1) + "%" : std::string("-")});
   }
   std::printf("\nTime and worker time to reach the target (real seconds on this machine%s):\n%s",
               calibrated.empty() ? "" : ", OFTA with the calibrated means", table.render().c_str());
   std::printf("(objective = time + p x worker time, p = %s%s)\n", apps::general(price, 4).c_str(),
               o.work_price ? "" : " = 1/n, the default");
+  print_stream_table(o, config, runs);
   for (const auto& r : runs) {
     if (r.played_plans.empty()) continue;
     std::printf("%s played: %s of the rounds\n", r.name.c_str(),
@@ -254,6 +291,19 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
                             {"final_gap", r.final_gap},
                             {"overhead_share", r.overhead_share},
                             {"learned_means", r.learned_means}});
+      if (r.stream) {
+        auto& s = strategies.back();
+        s["stream"] = true;
+        s["gradients_applied"] = r.gradients_applied;
+        s["gradients_discarded"] = r.gradients_discarded;
+        s["tasks_stopped"] = r.tasks_stopped;
+        s["stale_share"] = r.stale_share();
+        s["workers_busy_at_end"] = r.workers_busy_at_end;
+        s["probes"] = r.probes;
+        s["changes_detected"] = r.changes_detected;
+        s["max_applied_delay"] = r.max_applied_delay;
+        s["min_discarded_delay"] = r.min_discarded_delay;
+      }
       if (!r.played_plans.empty()) {
         nlohmann::json played = nlohmann::json::array();
         for (const auto& p : r.played_plans) played.push_back({{"plan", p.plan}, {"rounds", p.rounds}});
@@ -283,6 +333,14 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
       summary["work_factors"] = config.work_factors;
     }
     if (!calibrated.empty()) summary["calibrated_means"] = calibrated;
+    if (o.delay_threshold > 0) {
+      summary["delay_threshold"] = o.delay_threshold;
+      summary["stops"] = config.stream.stops;
+      summary["stream_step"] = config.stream.step > 0.0 ? config.stream.step : config.step;
+      summary["stream_max_gradients"] = config.stream.max_gradients > 0
+                                            ? config.stream.max_gradients
+                                            : config.max_rounds * config.batch;
+    }
     apps::write_file(o.json_path, summary.dump(2) + "\n");
     std::printf("wrote %s\n", o.json_path.c_str());
   }
@@ -421,6 +479,10 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   // and indexed races): ata-auto leaves them out of its candidates there.
   config.policy.race_restarts = config.policy.race != RaceKind::fungible;
   config.policy.objective = config.objective;  // what ata-auto's plans minimise
+  config.stream.delay_threshold = o.delay_threshold;
+  config.stream.stops = o.stops == "on";
+  config.stream.step = o.stream_step.value_or(0.0);
+  config.stream.max_gradients = o.stream_gradients;
   return config;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ata/core/ringmaster_workers.hpp"
 #include "core/checks.hpp"
 
 namespace ata::ml {
@@ -114,8 +115,10 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   app.add_option("--strategies", strategies,
                  "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull, race:M (a race of "
-                 "the M fastest workers)")
-      ->check(apps::strategy_list());
+                 "the M fastest workers); the asynchronous streams ringmaster (every worker), "
+                 "ringmaster-ata (learned selection), ringmaster-oracle (selection from the "
+                 "scenario's means), with --delay-threshold (docs/async.md)")
+      ->check(apps::strategy_list(stream_strategies()));
   app.add_option("--alpha", o.alpha,
                  "ATA's alpha in microseconds (default: the largest mean task time)")
       ->check(apps::kPositiveNumber);
@@ -141,9 +144,41 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
       ->check(apps::kNonNegativeNumber);
   app.add_option("--ata-auto-race", o.ata_auto_race, apps::kAtaAutoRaceHelp)
       ->check(apps::kAtaAutoRace);
+  app.add_option("--delay-threshold", o.delay_threshold,
+                 "Ringmaster's R: a stream's result of delay >= R is not applied (required by "
+                 "the ringmaster strategies)")
+      ->transform(apps::whole_number(1, kMaxTrainingDelayThreshold));
+  app.add_option("--stops", o.stops,
+                 "on: a stream task whose delay reaches R is stopped and its worker restarted "
+                 "(the authors' code); off: it finishes and is discarded")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--stream-step", o.stream_step,
+                 "step of each result a stream applies (default --step)")
+      ->check(apps::kPositiveNumber);
+  app.add_option("--stream-gradients", o.stream_gradients,
+                 "most results a stream strategy applies (default --rounds x --batch)")
+      ->transform(apps::whole_number(1, kMaxTrainingStreamGradients));
   command_line.help = apps::parse_arguments(app, argc, argv);
   if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);
+  const bool streams = std::any_of(o.strategies.begin(), o.strategies.end(), [](const std::string& s) {
+    return stream_selection(s).has_value();
+  });
+  if (streams && o.delay_threshold == 0) {
+    throw apps::UsageError("--delay-threshold: required by the ringmaster strategies (Ringmaster's R), got ''");
+  }
+  if (!streams) {
+    for (const char* flag : {"--delay-threshold", "--stops", "--stream-step", "--stream-gradients"}) {
+      if (app.count(flag) > 0) {
+        throw apps::UsageError(std::string(flag) +
+                               ": applies to the ringmaster strategies only; none is in --strategies");
+      }
+    }
+  }
+  if (streams && !o.trace_path.empty()) {
+    throw apps::UsageError("--trace: the ringmaster strategies' streams are not traced yet; leave "
+                           "them out of --strategies or run them without --trace");
+  }
   o.lanes = lanes == "asio" ? LaneKind::asio : lanes == "tbb" ? LaneKind::tbb : LaneKind::threads;
   for (const auto cpu : apps::numbers_of(cpus)) o.cpus.push_back(static_cast<unsigned>(cpu));
   for (const auto factor : apps::numbers_of(work_factors)) o.work_factors.push_back(factor);

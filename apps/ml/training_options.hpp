@@ -57,6 +57,13 @@ struct TrainingOptions {
   /// --ata-auto-race fungible|indexed|off: the race ata-auto may play when it learns its plan
   /// (apps::ata_auto_race); fungible, as in ata-sim: a round's gradients are samples.
   std::string ata_auto_race = "fungible";
+  /// The stream strategies' flags (ringmaster, ringmaster-ata, ringmaster-oracle), as ata-sim's:
+  /// --delay-threshold R (required by them; 0: not given), --stops on|off, --stream-step
+  /// (default --step), --stream-gradients (default --rounds x --batch).
+  std::size_t delay_threshold = 0;
+  std::string stops = "on";
+  std::optional<double> stream_step;
+  std::size_t stream_gradients = 0;
 };
 
 inline constexpr std::size_t kDefaultTrainingWorkers = 51;
@@ -70,6 +77,10 @@ inline constexpr std::size_t kMaxTrainingRounds = 1'000'000;
 /// --work-factors: a task run at most this many times in a row.
 inline constexpr std::size_t kMaxWorkFactor = 1000;
 inline constexpr std::size_t kDefaultCalibrationTasks = 200;
+/// --delay-threshold and --stream-gradients at most (the stream keeps R points of the model:
+/// their memory is checked when the run is planned).
+inline constexpr std::size_t kMaxTrainingDelayThreshold = 1'000'000'000;
+inline constexpr std::size_t kMaxTrainingStreamGradients = 1'000'000'000'000;
 inline constexpr std::size_t kMaxCalibrationTasks = 100'000;
 /// The scenario of workers without simulated delay.
 inline constexpr const char* kNoScenario = "none";

@@ -16,10 +16,7 @@
 namespace ata::sim {
 
 double StrategyRun::stale_share() const noexcept {
-  const std::size_t ended = gradients_applied + gradients_discarded + tasks_stopped;
-  return ended == 0 ? 0.0
-                    : static_cast<double>(gradients_discarded + tasks_stopped) /
-                          static_cast<double>(ended);
+  return ata::stale_share(gradients_applied, gradients_discarded, tasks_stopped);
 }
 
 namespace {

@@ -1,29 +1,11 @@
 #include "ata/sim/ringmaster_stream.hpp"
 
 #include <algorithm>
-#include <array>
-#include <numeric>
 
 #include "ata/core/error.hpp"
 #include "core/checks.hpp"
 
 namespace ata::sim {
-
-namespace {
-
-constexpr std::array<std::string_view, 3> kStreamStrategies{"ringmaster", "ringmaster-ata",
-                                                            "ringmaster-oracle"};
-
-}  // namespace
-
-std::span<const std::string_view> stream_strategy_names() noexcept { return kStreamStrategies; }
-
-std::optional<StreamSelection> stream_selection(std::string_view strategy) noexcept {
-  if (strategy == kStreamStrategies[0]) return StreamSelection::all;
-  if (strategy == kStreamStrategies[1]) return StreamSelection::learned;
-  if (strategy == kStreamStrategies[2]) return StreamSelection::oracle;
-  return std::nullopt;
-}
 
 RingmasterStream::RingmasterStream(const models::Scenario& scenario, const StreamOptions& options,
                                    GradientConsumer& consumer)
@@ -31,29 +13,17 @@ RingmasterStream::RingmasterStream(const models::Scenario& scenario, const Strea
       options_(options),
       consumer_(consumer),
       models_(scenario.models().begin(), scenario.models().end()),
-      running_(scenario.workers()) {
-  if (options.threshold == 0) {
-    throw InvalidArgument("Ringmaster's delay threshold R must be >= 1, got 0");
-  }
+      running_(scenario.workers()),
+      workers_(options.selection, scenario.workers(), options.threshold,
+               options.selection == StreamSelection::oracle ? scenario.means() : std::vector<double>{},
+               options.learning) {
   if (options.gradients_per_round == 0) {
     throw InvalidArgument("a stream's gradients per round (for scenario changes) must be >= 1, got 0");
   }
   const std::size_t n = scenario.workers();
   rngs_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) rngs_.emplace_back(options.seed, i);
-  switch (options.selection) {
-    case StreamSelection::all:
-      fixed_.resize(n);
-      std::iota(fixed_.begin(), fixed_.end(), std::size_t{0});
-      break;
-    case StreamSelection::learned:
-      learned_.emplace(n, options.threshold, options.learning);
-      break;
-    case StreamSelection::oracle:
-      break;
-  }
   apply_changes();  // those of round 1
-  if (options.selection == StreamSelection::oracle) reselect_oracle();
   keep_busy();
 }
 
@@ -73,7 +43,7 @@ bool RingmasterStream::busy(std::size_t worker) const {
 void RingmasterStream::reselect_oracle() {
   std::vector<double> means(models_.size());
   for (std::size_t i = 0; i < means.size(); ++i) means[i] = models_[i].mean();
-  fixed_ = ringmaster_fastest(means, options_.threshold);
+  workers_.set_true_means(means);
 }
 
 void RingmasterStream::apply_changes() {
@@ -100,8 +70,7 @@ void RingmasterStream::start(std::size_t worker) {
 }
 
 void RingmasterStream::keep_busy() {
-  const std::span<const std::size_t> chosen = learned_ ? learned_->select() : std::span(fixed_);
-  for (const std::size_t w : chosen) {
+  for (const std::size_t w : workers_.select()) {
     if (!running_[w].busy) start(w);
   }
 }
@@ -111,11 +80,7 @@ void RingmasterStream::finish(std::size_t worker, double end, StreamOutcome outc
   r.busy = false;
   const double elapsed = end - r.start;
   done_work_ += elapsed;
-  if (learned_) {
-    learned_->observe(worker, elapsed,
-                      outcome == StreamOutcome::stopped ? RingmasterSelection::Outcome::censored
-                                                        : RingmasterSelection::Outcome::complete);
-  }
+  workers_.observe(worker, elapsed, outcome == StreamOutcome::stopped);
   if (keep_records_) {
     records_.push_back({worker, r.start_version, version_ - r.start_version, r.start, end, outcome});
   }
@@ -145,7 +110,7 @@ StreamOutcome RingmasterStream::advance() {
   time_ = next.end;
   const std::size_t w = next.worker;
   StreamOutcome outcome = StreamOutcome::discarded;
-  if (version_ - running_[w].start_version < options_.threshold) {
+  if (ringmaster_applies(version_ - running_[w].start_version, options_.threshold)) {
     consumer_.apply(w);
     outcome = StreamOutcome::applied;
   }

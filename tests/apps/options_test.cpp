@@ -169,6 +169,35 @@ TEST_CASE("ata-sgd's and ata-prox's command lines refuse what they cannot use",
   CHECK(training_error(Method::sgd, {"--problem", "quadratic", "--dim", "1000"}) == "(accepted)");
 }
 
+TEST_CASE("ata-sgd's and ata-prox's stream flags refuse what they cannot use",
+          "[apps][cli][errors][async]") {
+  using ata::ml::Method;
+  for (const auto method : {Method::sgd, Method::prox}) {
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster-ata"}),
+               ContainsSubstring("--delay-threshold: required by the ringmaster strategies"));
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster", "--delay-threshold", "0"}),
+               ContainsSubstring("--delay-threshold: must be a whole number from 1 to 1000000000, got '0'"));
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster", "--delay-threshold", "4",
+                                       "--stops", "maybe"}),
+               ContainsSubstring("--stops: maybe not in {on,off}"));
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster", "--delay-threshold", "4",
+                                       "--stream-step", "0"}),
+               ContainsSubstring("--stream-step: must be a number > 0, got '0'"));
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster", "--delay-threshold", "4",
+                                       "--stream-gradients", "0"}),
+               ContainsSubstring("--stream-gradients: must be a whole number from 1 to 1000000000000, got '0'"));
+    CHECK_THAT(training_error(method, {"--strategies", "ofta", "--stops", "off"}),
+               ContainsSubstring("--stops: applies to the ringmaster strategies only"));
+    CHECK_THAT(training_error(method, {"--delay-threshold", "4"}),
+               ContainsSubstring("--delay-threshold: applies to the ringmaster strategies only"));
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster-oracle", "--delay-threshold", "4",
+                                       "--trace", "t.json"}),
+               ContainsSubstring("--trace: the ringmaster strategies' streams are not traced yet"));
+    CHECK_THAT(training_error(method, {"--strategies", "ringmaster:3", "--delay-threshold", "4"}),
+               ContainsSubstring("ringmaster:3"));
+  }
+}
+
 namespace {
 
 // The first CPU this process may use, as --cpus spells it.
@@ -190,6 +219,20 @@ ata::ml::TrainingOptions training(std::initializer_list<const char*> args) {
 }
 
 }  // namespace
+
+TEST_CASE("ata-sgd's stream flags parse into options", "[apps][cli][async]") {
+  const auto o = training({"--strategies", "ringmaster-ata,ringmaster", "--delay-threshold", "8",
+                           "--stops", "off", "--stream-step", "0.01", "--stream-gradients", "500"});
+  CHECK(o.strategies == std::vector<std::string>{"ringmaster-ata", "ringmaster", "ofta", "gta"});
+  CHECK(o.delay_threshold == 8);
+  CHECK(o.stops == "off");
+  CHECK(o.stream_step == 0.01);
+  CHECK(o.stream_gradients == 500);
+  const auto defaults = training({"--strategies", "ringmaster", "--delay-threshold", "2"});
+  CHECK(defaults.stops == "on");
+  CHECK_FALSE(defaults.stream_step.has_value());
+  CHECK(defaults.stream_gradients == 0);
+}
 
 TEST_CASE("ata-sgd's lanes, CPUs and work factors parse into options", "[apps][cli][lanes]") {
   const auto defaults = training({});

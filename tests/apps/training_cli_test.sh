@@ -140,4 +140,24 @@ echo '{"workers": [{"model": "lognormal", "mu": 1.0, "sigma": 1.5, "count": 12}]
   fail "heavy tails: $(tail -n2 "$work/out")"
 grep -qE "^ata-auto played: .*race:" "$work/out" || fail "heavy tails: ata-auto did not race: $(grep played "$work/out")"
 grep -qF '"played_plans"' "$work/heavy-run.json" || fail "JSON lacks played_plans"
+# The asynchronous streams: their flags checked before the run, their counts in the table and
+# the JSON.
+expect_error "--delay-threshold: required by the ringmaster strategies" --strategies ringmaster
+expect_refused_before_run
+expect_error "--stops: applies to the ringmaster strategies only" --stops off
+expect_error "--trace: the ringmaster strategies' streams are not traced yet" \
+  --strategies ringmaster-ata --delay-threshold 4 --trace "$work/stream-trace.json"
+expect_refused_before_run
+expect_error "--delay-threshold 1000000000 points of 100 numbers (the model's last R versions) need" \
+  --problem least-squares --cols 100 --rows 200 --strategies ringmaster --delay-threshold 1000000000
+expect_refused_before_run
+"$program" --problem least-squares --rows 200 --cols 5 --workers 4 --scenario sqrt --unit-us 1 --batch 6 \
+  --rounds 3000 --target-gap 0.05 --delay-threshold 4 --stream-step 0.1 \
+  --strategies ringmaster,ringmaster-ata,ringmaster-oracle --json "$work/stream.json" >"$work/out" ||
+  fail "streams: $(tail -n2 "$work/out")"
+grep -qF "Asynchronous streams (R = 4, stops on" "$work/out" || fail "no stream table: $(cat "$work/out")"
+for key in '"name": "ringmaster-ata"' '"stream": true' '"stale_share"' '"gradients_applied"' \
+           '"tasks_stopped"' '"delay_threshold": 4' '"stops": true' '"stream_step": 0.1'; do
+  grep -qF "$key" "$work/stream.json" || fail "stream JSON lacks $key"
+done
 echo "$name CLI: all cases as expected"

@@ -12,26 +12,11 @@
 #include "problems.hpp"
 #include "training.hpp"
 #include "training_lanes.hpp"
+#include "apps/small_cluster.hpp"
 #include "support/without_backups.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
-namespace {
-
-ata::ml::TrainingConfig small_cluster(ata::ml::Method method) {
-  ata::ml::TrainingConfig config;
-  config.method = method;
-  config.scenario = ata::models::make_preset("sqrt", 4);
-  config.unit = std::chrono::microseconds(1);
-  config.batch = 6;
-  config.max_rounds = 3000;
-  config.target_gap = 0.05;
-  config.step = method == ata::ml::Method::sgd ? 0.5 : 2.0;
-  config.policy.alpha = ata::ml::true_means_seconds(config).back();
-  return config;
-}
-
-}  // namespace
 
 TEST_CASE("SGD and SPPM reach the target under every strategy", "[apps][training]") {
   const ata::ml::LogisticProblem logistic(ata::ml::make_classification(300, 5, 3), 1e-2,

@@ -5,29 +5,22 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <queue>
 #include <span>
 #include <string_view>
 #include <vector>
 
-#include "ata/core/ringmaster_selection.hpp"
+#include "ata/core/ringmaster_workers.hpp"
 #include "ata/models/random.hpp"
 #include "ata/models/scenario.hpp"
 
 namespace ata::sim {
 
-/// Which workers the stream keeps busy.
-enum class StreamSelection : std::uint8_t {
-  all,      ///< "ringmaster": every worker, greedily
-  learned,  ///< "ringmaster-ata": RingmasterSelection, from the observed times
-  oracle,   ///< "ringmaster-oracle": ringmaster_fastest() of the current true means
-};
-
-/// The strategy names of the stream: "ringmaster", "ringmaster-ata", "ringmaster-oracle".
-[[nodiscard]] std::span<const std::string_view> stream_strategy_names() noexcept;
-/// The selection a stream strategy name stands for, or nullopt when it names none.
-[[nodiscard]] std::optional<StreamSelection> stream_selection(std::string_view strategy) noexcept;
+// The selections and their names are the engine-independent part (ata/core/ringmaster_workers.hpp),
+// shared with the threads' stream.
+using ata::stream_selection;
+using ata::stream_strategy_names;
+using ata::StreamSelection;
 
 struct StreamOptions {
   std::size_t threshold = 0;  ///< R >= 1: a gradient of delay >= R is never applied
@@ -107,9 +100,7 @@ class RingmasterStream {
   /// Whether worker w runs a task now.
   [[nodiscard]] bool busy(std::size_t worker) const;
   /// The learned selection (StreamSelection::learned), else null.
-  [[nodiscard]] const RingmasterSelection* learned() const noexcept {
-    return learned_ ? &*learned_ : nullptr;
-  }
+  [[nodiscard]] const RingmasterSelection* learned() const noexcept { return workers_.learned(); }
 
   /// Keep every finished and stopped task (off by default).
   void set_records(bool on) noexcept { keep_records_ = on; }
@@ -153,8 +144,7 @@ class RingmasterStream {
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   std::queue<Started> by_start_;  // in start order, so by start version
   std::size_t next_change_ = 0;
-  std::optional<RingmasterSelection> learned_;
-  std::vector<std::size_t> fixed_;  // all, or the oracle's choice
+  RingmasterWorkers workers_;  // which workers are kept busy
   double time_ = 0.0;
   std::size_t version_ = 0;
   std::size_t discarded_ = 0;
