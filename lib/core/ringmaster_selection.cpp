@@ -17,6 +17,8 @@ void require_threshold(std::size_t threshold) {
   if (threshold == 0) throw InvalidArgument("Ringmaster's delay threshold R must be >= 1, got 0");
 }
 
+void require_slack(double slack) { detail::require_non_negative(slack, "Ringmaster's bound slack"); }
+
 }  // namespace
 
 double ringmaster_time_bound(std::span<const double> sorted_means, std::size_t m,
@@ -35,8 +37,10 @@ double ringmaster_time_bound(std::span<const double> sorted_means, std::size_t m
   return static_cast<double>(threshold + m) / rate;
 }
 
-std::vector<std::size_t> ringmaster_fastest(std::span<const double> means, std::size_t threshold) {
+std::vector<std::size_t> ringmaster_fastest(std::span<const double> means, std::size_t threshold,
+                                            double bound_slack) {
   require_threshold(threshold);
+  require_slack(bound_slack);
   if (means.empty()) throw InvalidArgument("Ringmaster's selection needs at least one worker");
   for (const double mean : means) detail::require_positive(mean, "a worker's mean task time");
   std::vector<std::size_t> order(means.size());
@@ -44,15 +48,21 @@ std::vector<std::size_t> ringmaster_fastest(std::span<const double> means, std::
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return means[a] < means[b]; });
   // t(m) = (R + m) / S_m falls while the next worker's mean is below t(m) (adding worker m + 1
-  // helps iff tau_{m+1} < t(m)), and t(m) is unimodal in m: the scan stops at the first rise.
+  // helps iff tau_{m+1} < t(m)), and t(m) is unimodal in m: past the minimiser `best` is the
+  // least, and the scan stops at the first m beyond the slack (at the first rise without one).
   double rate = 0.0;
   double best = 0.0;
+  std::size_t minimiser = 0;
   std::size_t chosen = 0;
   for (std::size_t m = 1; m <= order.size(); ++m) {
     rate += 1.0 / means[order[m - 1]];
     const double bound = static_cast<double>(threshold + m) / rate;
-    if (chosen > 0 && !(bound < best)) break;
-    best = bound;
+    if (minimiser == 0 || bound < best) {
+      best = bound;
+      minimiser = m;
+    } else if (!(bound_slack > 0.0 && bound <= (1.0 + bound_slack) * best)) {
+      break;
+    }
     chosen = m;
   }
   order.resize(chosen);
@@ -71,6 +81,7 @@ RingmasterSelection::RingmasterSelection(std::size_t workers, std::size_t thresh
   }
   detail::require_positive(options.censored_alarm, "censored-time alarm");
   detail::require_positive(options.censored_evidence, "censored-time evidence");
+  require_slack(options.bound_slack);
   learner_ = std::make_unique<AtaAutoPolicy>(
       workers, AtaAutoPolicy::Options{}.set_change_threshold(options.change_threshold));
   censored_only_.assign(workers, 0.0);
@@ -155,7 +166,9 @@ void RingmasterSelection::recompute() {
     }
   }
   if (!known_.empty()) {
-    for (const std::size_t j : ringmaster_fastest(means_, threshold_)) is_selected_[known_[j]] = 1;
+    for (const std::size_t j : ringmaster_fastest(means_, threshold_, options_.bound_slack)) {
+      is_selected_[known_[j]] = 1;
+    }
   }
   if (probing_ == n) {  // the idle worker observed least recently, once the credit covers it
     std::size_t oldest = n;

@@ -33,7 +33,10 @@ double stale_share(std::size_t applied, std::size_t discarded, std::size_t stopp
 RingmasterWorkers::RingmasterWorkers(StreamSelection selection, std::size_t workers,
                                      std::size_t threshold, std::span<const double> true_means,
                                      const RingmasterSelection::Options& learning)
-    : selection_(selection), workers_(workers), threshold_(threshold) {
+    : selection_(selection),
+      workers_(workers),
+      threshold_(threshold),
+      bound_slack_(learning.bound_slack) {
   if (workers == 0) throw InvalidArgument("a Ringmaster stream needs at least one worker");
   if (threshold == 0) {
     throw InvalidArgument("Ringmaster's delay threshold R must be >= 1, got 0");
@@ -73,7 +76,7 @@ void RingmasterWorkers::set_true_means(std::span<const double> means) {
                           std::to_string(means.size()) + " for " + std::to_string(workers_) +
                           " workers");
   }
-  fixed_ = ringmaster_fastest(means, threshold_);
+  fixed_ = ringmaster_fastest(means, threshold_, bound_slack_);
 }
 
 }  // namespace ata

@@ -39,6 +39,9 @@ TEST_CASE("Ringmaster's bound by hand", "[core][ringmaster]") {
   CHECK(ata::ringmaster_fastest(means, 2) == std::vector<std::size_t>{0, 1});
   // A large R wants every worker: t(3) = 103 / 1.6 < t(2) = 104 / 1.5.
   CHECK(ata::ringmaster_fastest(means, 100) == std::vector<std::size_t>{0, 1, 2});
+  // t(3) = 3.125 is 1.17 x t(2) = 2.67: a slack of 20 % takes worker 2, one of 15 % does not.
+  CHECK(ata::ringmaster_fastest(means, 2, 0.2) == std::vector<std::size_t>{0, 1, 2});
+  CHECK(ata::ringmaster_fastest(means, 2, 0.15) == std::vector<std::size_t>{0, 1});
 }
 
 TEST_CASE("Ringmaster's selection is the best of every subset, found by brute force",
@@ -68,6 +71,13 @@ TEST_CASE("Ringmaster's selection is the best of every subset, found by brute fo
       if (ata::ringmaster_time_bound(sorted, m, r) < ata::ringmaster_time_bound(sorted, m_best, r)) m_best = m;
     }
     CHECK(chosen.size() == m_best);
+    // With a slack, the most prefixes within it of the least bound.
+    const double slack = 0.05;
+    std::size_t m_slack = 1;
+    for (std::size_t m = 1; m <= n; ++m) {
+      if (ata::ringmaster_time_bound(sorted, m, r) <= (1.0 + slack) * best) m_slack = m;
+    }
+    CHECK(ata::ringmaster_fastest(means, r, slack).size() == m_slack);
   }
 }
 
@@ -79,6 +89,12 @@ TEST_CASE("Ringmaster's selection refuses bad inputs by name", "[core][ringmaste
   CHECK_THROWS_WITH(ata::ringmaster_fastest(bad, 3), ContainsSubstring("mean task time"));
   const std::vector<double> zero{1.0, 0.0};
   CHECK_THROWS_AS(ata::ringmaster_fastest(zero, 3), ata::InvalidArgument);
+  CHECK_THROWS_WITH(ata::ringmaster_fastest(means, 3, -0.1), ContainsSubstring("bound slack"));
+  CHECK_THROWS_WITH(ata::ringmaster_fastest(means, 3, std::numeric_limits<double>::infinity()),
+                    ContainsSubstring("bound slack"));
+  CHECK_THROWS_WITH(ata::RingmasterSelection(2, 3, ata::RingmasterSelection::Options{}.set_bound_slack(
+                                                       std::numeric_limits<double>::quiet_NaN())),
+                    ContainsSubstring("bound slack"));
   CHECK_THROWS_WITH(ata::ringmaster_time_bound(means, 0, 3), ContainsSubstring("m = 0"));
   CHECK_THROWS_WITH(ata::ringmaster_time_bound(means, 3, 3), ContainsSubstring("m = 3"));
   CHECK_THROWS_WITH(ata::RingmasterSelection(0, 3), ContainsSubstring("at least one worker"));
@@ -148,8 +164,9 @@ TEST_CASE("a worker only ever stopped is estimated by its time on test, and drop
           "[core][ringmaster]") {
   // Worker 0 of mean 1 and worker 1 stopped at 2 s every time, R = 2: t({0}) = 3. Worker 1
   // counts as T / 2 after T seconds of censored time: it leaves once T / 2 >= 3 (a worker helps
-  // only if its mean is below the bound).
-  ata::RingmasterSelection selection(2, 2, ata::RingmasterSelection::Options{}.set_exploration_budget(0.0));
+  // only if its mean is below the bound; no slack: the bound's minimiser itself).
+  ata::RingmasterSelection selection(
+      2, 2, ata::RingmasterSelection::Options{}.set_exploration_budget(0.0).set_bound_slack(0.0));
   for (int k = 0; k < 10; ++k) selection.observe(0, 1.0, Outcome::complete);
   for (int k = 1; k <= 2; ++k) {
     selection.observe(1, 2.0, Outcome::censored);

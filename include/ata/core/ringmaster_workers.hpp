@@ -19,7 +19,7 @@ namespace ata {
 enum class StreamSelection : std::uint8_t {
   all,      ///< "ringmaster": every worker, greedily
   learned,  ///< "ringmaster-ata": RingmasterSelection, from the observed times
-  oracle,   ///< "ringmaster-oracle": ringmaster_fastest() of the true means
+  oracle,   ///< "ringmaster-oracle": ringmaster_fastest() of the true means (same bound slack)
 };
 
 /// The strategy names of the stream: "ringmaster", "ringmaster-ata", "ringmaster-oracle".
@@ -48,7 +48,8 @@ enum class StreamSelection : std::uint8_t {
 ///
 /// - all: every worker, always;
 /// - learned: RingmasterSelection, fed every observation (a stopped task as censored);
-/// - oracle: ringmaster_fastest() of the true means, chosen again by set_true_means().
+/// - oracle: ringmaster_fastest() of the true means with `learning`'s bound slack, chosen
+///   again by set_true_means().
 ///
 /// Not thread-safe: one owner (the stream's driver) calls it.
 class RingmasterWorkers {
@@ -83,6 +84,7 @@ class RingmasterWorkers {
   StreamSelection selection_;
   std::size_t workers_;
   std::size_t threshold_;
+  double bound_slack_;  // the oracle's, as the learned selection's (Options::bound_slack)
   std::optional<RingmasterSelection> learned_;
   std::vector<std::size_t> fixed_;  // all, or the oracle's choice
 };
