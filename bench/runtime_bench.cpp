@@ -158,11 +158,15 @@ void BM_AsioThreadPool(benchmark::State& state) {
 // advances the version at each delivery and ends the stream at the `tasks`-th. per_task is the
 // stream's wall time (start to last delivery, its end's stopped tasks included) per task
 // delivered, to compare with BM_Ata's batches. `stale_bound`: with it, each advance scans the
-// running tasks for stale ones.
-void BM_AtaStream(benchmark::State& state, std::optional<std::uint64_t> stale_bound) {
+// running tasks for stale ones. `traced`: a TraceRecorder observes the streams, keeping the
+// first and the last one with its default bound (the last's slot is reused, as in a long run).
+void BM_AtaStream(benchmark::State& state, std::optional<std::uint64_t> stale_bound,
+                  bool traced = false) {
   const auto tasks = static_cast<std::size_t>(state.range(0));
   ata::runtime::WorkerPool pool(kThreads);
   ata::runtime::TaskStream stream(pool);
+  ata::runtime::TraceRecorder recorder(1, 1);
+  if (traced) stream.set_observer(&recorder);
   ata::runtime::StreamOptions options;
   if (stale_bound) options.set_stale_bound(*stale_bound);
   std::size_t delivered = 0;
@@ -234,6 +238,14 @@ BENCHMARK_CAPTURE(BM_Ata, allocated_ata_auto, std::string("ata-auto"), false)->A
 BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"), false)->Apply(Batches);
 // Streams of as many tasks as the batches above have, and a long one (its steady state).
 BENCHMARK_CAPTURE(BM_AtaStream, stream, std::nullopt)
+    ->ArgName("tasks")
+    ->Arg(64)
+    ->Arg(1024)
+    ->Arg(16384)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+// With the trace recorder (Observer; docs/timelines.md).
+BENCHMARK_CAPTURE(BM_AtaStream, stream_traced, std::nullopt, true)
     ->ArgName("tasks")
     ->Arg(64)
     ->Arg(1024)
