@@ -86,7 +86,7 @@ struct TraceCounts {
                                             TraceCounts* counts = nullptr);
 
 /// How many tasks of each stream a TraceRecorder keeps: the first and the last delivered.
-/// The default, 2,000 tasks, makes about 0.5 MB of trace per stream (docs/timelines.md).
+/// The default, 2,000 tasks, makes about 0.4 MB of trace per stream (docs/timelines.md).
 struct StreamTraceBound {
   std::size_t first_tasks = 1000;
   std::size_t last_tasks = 1000;
