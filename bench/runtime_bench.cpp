@@ -236,6 +236,11 @@ void Batches(benchmark::internal::Benchmark* b) {
   b->ArgName("B")->Arg(2)->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
+// Streams of as many tasks as the batches have, and a long one (its steady state).
+void StreamLengths(benchmark::internal::Benchmark* b) {
+  b->ArgName("tasks")->Arg(64)->Arg(1024)->Arg(16384)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_Ata, allocated_uta, std::string("uta"), false)->Apply(Batches);
@@ -271,30 +276,13 @@ BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks_norecords, std::string("ata-e")
 // Every task's time observed under the policy's lock (needs_every_sample()).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_auto, std::string("ata-auto"), false)->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"), false)->Apply(Batches);
-// Streams of as many tasks as the batches above have, and a long one (its steady state).
-BENCHMARK_CAPTURE(BM_AtaStream, stream, std::nullopt)
-    ->ArgName("tasks")
-    ->Arg(64)
-    ->Arg(1024)
-    ->Arg(16384)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
-// Observed: a record per task into a preallocated ring, and the trace recorder (Observer;
+BENCHMARK_CAPTURE(BM_AtaStream, stream, std::nullopt)->Apply(StreamLengths);
+// Observed: a record per task into preallocated rings, and the trace recorder (Observer;
 // docs/timelines.md).
 BENCHMARK_CAPTURE(BM_AtaStream, stream_observed, std::nullopt, StreamWatch::preallocated)
-    ->ArgName("tasks")
-    ->Arg(64)
-    ->Arg(1024)
-    ->Arg(16384)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+    ->Apply(StreamLengths);
 BENCHMARK_CAPTURE(BM_AtaStream, stream_traced, std::nullopt, StreamWatch::trace_recorder)
-    ->ArgName("tasks")
-    ->Arg(64)
-    ->Arg(1024)
-    ->Arg(16384)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+    ->Apply(StreamLengths);
 BENCHMARK_CAPTURE(BM_AtaStream, stream_stale_bound, std::uint64_t{2})
     ->ArgName("tasks")
     ->Arg(1024)

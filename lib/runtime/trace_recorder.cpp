@@ -17,6 +17,18 @@ double microseconds(std::chrono::nanoseconds t) {
   return std::chrono::duration<double, std::micro>(t).count();
 }
 
+// The slot of the index-th item (0-based) a first/last recording is told of: a new one of
+// `head`, a new one of the ring `tail`, or the ring's oldest; null when it keeps none (last
+// is 0). Both have their capacity reserved: emplace_back() does not allocate.
+template <class Slot>
+Slot* slot_for(std::size_t index, std::size_t first, std::size_t last, std::vector<Slot>& head,
+               std::vector<Slot>& tail) {
+  if (index < first) return &head.emplace_back();
+  if (last == 0) return nullptr;
+  const std::size_t t = index - first;
+  return t < last ? &tail.emplace_back() : &tail[t % last];
+}
+
 // A stream task's category, which its slice's name repeats unless it is "accepted".
 const char* stream_category(const StreamTaskRecord& task) noexcept {
   switch (task.outcome) {
@@ -83,16 +95,8 @@ void TraceRecorder::on_batch_end(const BatchEnd& end) noexcept {
   if (end.report == nullptr) return;
   const RoundReport& report = *end.report;
   std::lock_guard lock(mutex_);
-  const std::size_t index = seen_++;
-  TracedBatch* slot = nullptr;
-  if (index < first_) {
-    slot = &head_.emplace_back();
-  } else if (last_ > 0) {
-    const std::size_t t = index - first_;
-    slot = t < last_ ? &tail_.emplace_back() : &tail_[t % last_];
-  } else {
-    return;
-  }
+  TracedBatch* slot = slot_for(seen_++, first_, last_, head_, tail_);
+  if (slot == nullptr) return;
   try {
     slot->tasks.assign(report.tasks.begin(), report.tasks.end());
     slot->round = report.round;
@@ -113,22 +117,10 @@ TraceRecorder::StreamSlot* TraceRecorder::recording(std::size_t stream) noexcept
 
 void TraceRecorder::on_stream_start(const StreamStart& start) noexcept {
   std::lock_guard lock(mutex_);
-  const std::size_t index = streams_seen_++;
-  StreamSlot* slot = nullptr;
-  if (index < first_) {
-    slot = &stream_head_.emplace_back();
-  } else if (last_ > 0) {
-    const std::size_t t = index - first_;
-    if (t < last_) {
-      slot = &stream_tail_.emplace_back();
-    } else {
-      slot = &stream_tail_[t % last_];
-      // The oldest of the last streams gives its slot up, ended or not.
-      std::erase_if(recording_, [&](const auto& entry) { return entry.second == slot; });
-    }
-  } else {
-    return;
-  }
+  StreamSlot* slot = slot_for(streams_seen_++, first_, last_, stream_head_, stream_tail_);
+  if (slot == nullptr) return;
+  // A reused slot's stream, the oldest of the last ones, gives it up, ended or not.
+  std::erase_if(recording_, [&](const auto& entry) { return entry.second == slot; });
   // A reused slot keeps nothing of its stream but the capacity of its records.
   std::vector<StreamTaskRecord> first_tasks = std::move(slot->traced.tasks);
   first_tasks.clear();

@@ -134,8 +134,8 @@ struct StreamFinish {
 /// @endcode
 ///
 /// For one stream: on_stream_start(), then one on_stream_task() per task it started, in the
-/// order the consumer was called, then on_stream_end(), exactly once (but for an
-/// async_run_stream() whose executor is destroyed before the stream ends). A stream refused
+/// order the consumer was called, then on_stream_end(), exactly once (for async_run_stream()
+/// too: the end is told on the lanes, before the handler is posted). A stream refused
 /// before it starts (a worker out of range, run() called from a task of its lanes) has no
 /// event. Without an observer a stream tests one pointer per delivery; with one it makes one
 /// virtual call per delivered task, under the stream's lock, which the observer's own work
@@ -176,8 +176,8 @@ class Observer {
                               const StreamTaskRecord& /*task*/) noexcept {}
   /// On the thread that completes the stream (the worker of its last delivery, the caller of
   /// run() after a stop request, the deadline's timer thread, a canceller, or the starter
-  /// when the lanes refuse it), under the stream's lock, before run() returns or
-  /// async_run_stream()'s handler is posted.
+  /// when the lanes refuse it or its deadline is 0), under the stream's lock, before run()
+  /// returns or async_run_stream()'s handler is posted.
   virtual void on_stream_end(const StreamFinish& /*end*/) noexcept {}
 
  protected:
