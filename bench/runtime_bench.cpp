@@ -76,6 +76,37 @@ class PreallocatedRecorder final : public ata::runtime::Observer {
   std::size_t next_mean_ = 0;
 };
 
+// An observer that keeps every streamed task's record in a ring per worker, allocated up
+// front: the stream's hook alone, as PreallocatedRecorder is the batches'. Its calls come
+// under the stream's lock, one stream at a time here: no lock of its own. A ring per worker,
+// each written by its worker only, so that the records do not move between the cores.
+class PreallocatedStreamRecorder final : public ata::runtime::Observer {
+ public:
+  PreallocatedStreamRecorder() : rings_(kThreads) {}
+  void on_stream_task(std::size_t /*stream*/,
+                      const ata::runtime::StreamTaskRecord& task) noexcept override {
+    Ring& ring = rings_[task.worker];
+    ring.records[ring.next++ % kRecords] = task;
+  }
+  [[nodiscard]] std::size_t records() const noexcept {
+    std::size_t total = 0;
+    for (const Ring& ring : rings_) total += ring.next;
+    return total;
+  }
+
+ private:
+  static constexpr std::size_t kRecords = std::size_t{1} << 15;
+  struct alignas(64) Ring {
+    std::vector<ata::runtime::StreamTaskRecord> records =
+        std::vector<ata::runtime::StreamTaskRecord>(kRecords);
+    std::size_t next = 0;
+  };
+  std::vector<Ring> rings_;
+};
+
+// How a BM_AtaStream row observes its streams.
+enum class StreamWatch { none, preallocated, trace_recorder };
+
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits,
 // or, with `caller_lane`, is the last of the kThreads workers (PoolOptions::set_caller_lane()),
 // as the caller of tbb::task_group is one of its threads.
@@ -158,11 +189,18 @@ void BM_AsioThreadPool(benchmark::State& state) {
 // advances the version at each delivery and ends the stream at the `tasks`-th. per_task is the
 // stream's wall time (start to last delivery, its end's stopped tasks included) per task
 // delivered, to compare with BM_Ata's batches. `stale_bound`: with it, each advance scans the
-// running tasks for stale ones.
-void BM_AtaStream(benchmark::State& state, std::optional<std::uint64_t> stale_bound) {
+// running tasks for stale ones. `watch`: an observer of the streams, PreallocatedStreamRecorder
+// or a TraceRecorder keeping the first and the last stream with its default bound (the last's
+// slot is reused, as in a long run).
+void BM_AtaStream(benchmark::State& state, std::optional<std::uint64_t> stale_bound,
+                  StreamWatch watch = StreamWatch::none) {
   const auto tasks = static_cast<std::size_t>(state.range(0));
   ata::runtime::WorkerPool pool(kThreads);
   ata::runtime::TaskStream stream(pool);
+  PreallocatedStreamRecorder preallocated;
+  ata::runtime::TraceRecorder recorder(1, 1);
+  if (watch == StreamWatch::preallocated) stream.set_observer(&preallocated);
+  if (watch == StreamWatch::trace_recorder) stream.set_observer(&recorder);
   ata::runtime::StreamOptions options;
   if (stale_bound) options.set_stale_bound(*stale_bound);
   std::size_t delivered = 0;
@@ -179,6 +217,7 @@ void BM_AtaStream(benchmark::State& state, std::optional<std::uint64_t> stale_bo
   }
   state.counters["per_task"] = benchmark::Counter(
       static_cast<double>(delivered), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  benchmark::DoNotOptimize(preallocated.records());
 }
 
 // Latency of back-to-back batches against how long idle threads poll before sleeping
@@ -195,6 +234,11 @@ void BM_AtaIdleSpin(benchmark::State& state) {
 
 void Batches(benchmark::internal::Benchmark* b) {
   b->ArgName("B")->Arg(2)->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+// Streams of as many tasks as the batches have, and a long one (its steady state).
+void StreamLengths(benchmark::internal::Benchmark* b) {
+  b->ArgName("tasks")->Arg(64)->Arg(1024)->Arg(16384)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
@@ -232,14 +276,13 @@ BENCHMARK_CAPTURE(BM_Ata, allocated_ata_e_chunks_norecords, std::string("ata-e")
 // Every task's time observed under the policy's lock (needs_every_sample()).
 BENCHMARK_CAPTURE(BM_Ata, allocated_ata_auto, std::string("ata-auto"), false)->Apply(Batches);
 BENCHMARK_CAPTURE(BM_Ata, pull, std::string("pull"), false)->Apply(Batches);
-// Streams of as many tasks as the batches above have, and a long one (its steady state).
-BENCHMARK_CAPTURE(BM_AtaStream, stream, std::nullopt)
-    ->ArgName("tasks")
-    ->Arg(64)
-    ->Arg(1024)
-    ->Arg(16384)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AtaStream, stream, std::nullopt)->Apply(StreamLengths);
+// Observed: a record per task into preallocated rings, and the trace recorder (Observer;
+// docs/timelines.md).
+BENCHMARK_CAPTURE(BM_AtaStream, stream_observed, std::nullopt, StreamWatch::preallocated)
+    ->Apply(StreamLengths);
+BENCHMARK_CAPTURE(BM_AtaStream, stream_traced, std::nullopt, StreamWatch::trace_recorder)
+    ->Apply(StreamLengths);
 BENCHMARK_CAPTURE(BM_AtaStream, stream_stale_bound, std::uint64_t{2})
     ->ArgName("tasks")
     ->Arg(1024)

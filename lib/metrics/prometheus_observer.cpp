@@ -12,6 +12,9 @@ namespace {
 
 double seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double>(t).count(); }
 
+// The slot of ata_streams_total{end="failed"}, after those of runtime::StreamEnd.
+constexpr std::size_t kStreamFailed = 4;
+
 template <class Metric>
 prometheus::Family<Metric>& family(prometheus::detail::Builder<Metric> builder,
                                    prometheus::Registry& registry, const char* name,
@@ -61,7 +64,29 @@ PrometheusObserver::PrometheusObserver(prometheus::Registry& registry, std::size
                    .Add({})),
       restarts_(family(prometheus::BuildCounter(), registry, "ata_restarts_total",
                        "Copies stopped at their restart budget and started afresh.", labels)
-                    .Add({})) {
+                    .Add({})),
+      streams_in_flight_(family(prometheus::BuildGauge(), registry, "ata_streams_in_flight",
+                                "Task streams started and not yet ended.", labels)
+                             .Add({})),
+      stream_rejected_(family(prometheus::BuildCounter(), registry,
+                              "ata_stream_tasks_rejected_total",
+                              "Streamed tasks whose delivery the consumer rejected (stale "
+                              "gradients, say), whatever their outcome.",
+                              labels)
+                           .Add({})),
+      stream_stale_stops_(family(prometheus::BuildCounter(), registry,
+                                 "ata_stream_stale_stops_total",
+                                 "Streamed tasks stopped because their delay reached the stale "
+                                 "bound (StreamReport::stale_stops of ended streams).",
+                                 labels)
+                              .Add({})),
+      stream_task_seconds_(
+          family(prometheus::BuildHistogram(), registry, "ata_stream_task_seconds",
+                 "Streamed tasks' durations on their workers, every outcome (a stopped task's "
+                 "up to its stop).",
+                 labels)
+              .Add({}, prometheus::Histogram::BucketBoundaries(kSecondsBuckets.begin(),
+                                                               kSecondsBuckets.end()))) {
   auto& batches = family(prometheus::BuildCounter(), registry, "ata_batches_total",
                          "Batches ended, by outcome.", labels);
   for (const auto outcome : {runtime::BatchOutcome::succeeded, runtime::BatchOutcome::failed,
@@ -87,6 +112,20 @@ PrometheusObserver::PrometheusObserver(prometheus::Registry& registry, std::size
                             "Share of the last succeeded batch's wall time each worker was "
                             "busy with it.",
                             labels);
+  auto& streams = family(prometheus::BuildCounter(), registry, "ata_streams_total",
+                         "Task streams ended, by why they ended, or failed.", labels);
+  for (const auto end : {runtime::StreamEnd::consumer, runtime::StreamEnd::stop_requested,
+                         runtime::StreamEnd::deadline, runtime::StreamEnd::no_workers}) {
+    streams_[static_cast<std::size_t>(end)] = &streams.Add({{"end", runtime::end_name(end)}});
+  }
+  streams_[kStreamFailed] = &streams.Add({{"end", "failed"}});
+  auto& stream_tasks = family(prometheus::BuildCounter(), registry, "ata_stream_tasks_total",
+                              "Streamed tasks delivered, by outcome.", labels);
+  for (const auto outcome : {runtime::StreamOutcome::completed, runtime::StreamOutcome::stopped,
+                             runtime::StreamOutcome::failed}) {
+    stream_tasks_[static_cast<std::size_t>(outcome)] =
+        &stream_tasks.Add({{"outcome", runtime::outcome_name(outcome)}});
+  }
   workers_.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
     const prometheus::Labels worker = {{"worker", std::to_string(i)}};
@@ -145,6 +184,23 @@ void PrometheusObserver::on_batch_end(const runtime::BatchEnd& end) noexcept {
       worker.busy_ratio->Set(wall > 0.0 ? busy / wall : 0.0);
     }
   }
+}
+
+void PrometheusObserver::on_stream_start(const runtime::StreamStart& /*start*/) noexcept {
+  streams_in_flight_.Increment();
+}
+
+void PrometheusObserver::on_stream_task(std::size_t /*stream*/,
+                                        const runtime::StreamTaskRecord& task) noexcept {
+  stream_tasks_[static_cast<std::size_t>(task.outcome)]->Increment();
+  if (!task.accepted) stream_rejected_.Increment();
+  stream_task_seconds_.Observe(seconds(task.duration));
+}
+
+void PrometheusObserver::on_stream_end(const runtime::StreamFinish& end) noexcept {
+  streams_in_flight_.Decrement();
+  streams_[end.failed ? kStreamFailed : static_cast<std::size_t>(end.report.end)]->Increment();
+  stream_stale_stops_.Increment(static_cast<double>(end.report.stale_stops));
 }
 
 }  // namespace ata::metrics

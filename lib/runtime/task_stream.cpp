@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "ata/core/error.hpp"
+#include "ata/runtime/observer.hpp"
 #include "ata/runtime/shutdown_error.hpp"
 #include "runtime/brief_lock.hpp"
 #include "runtime/deadline_timer.hpp"
@@ -91,11 +92,13 @@ namespace detail {
 class StreamState final : public Chunk, public std::enable_shared_from_this<StreamState> {
  public:
   StreamState(LaneSet& lanes, DeadlineTimer& timer, StreamBody& body, const StreamOptions& options,
-              StreamCompletion on_complete)
+              StreamCompletion on_complete, Observer* observer, std::size_t number)
       : lanes_(lanes),
         timer_(timer),
         body_(body),
         on_complete_(std::move(on_complete)),
+        observer_(observer),
+        number_(number),
         stale_bound_(options.stale_bound()),
         clock_(TaskClock::instance()),
         called_(std::chrono::steady_clock::now()),
@@ -127,6 +130,13 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
       for (std::size_t worker : workers) slots_[worker].enlisted = false;
       if (!ending_) fail_locked(std::current_exception());
       leave_locked(lock);
+    }
+  }
+
+  // Tells the observer, if any, that the stream starts `workers`. Before start().
+  void tell_start(std::span<const std::size_t> workers) const noexcept {
+    if (observer_ != nullptr) {
+      observer_->on_stream_start(StreamStart{number_, workers, stale_bound_, called_});
     }
   }
 
@@ -261,14 +271,19 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     if (busy_count_ == 0 && running_count_ == 0) end_locked(StreamEnd::no_workers);
   }
 
-  // Whether the caller's step has just completed the stream (see leave_locked()).
+  // Whether the caller's step has just completed the stream (see leave_locked()). The
+  // observer hears the end here, under the lock, before a waiter can see complete_ and take the
+  // report.
   bool complete_locked() noexcept {
     if (!ending_ || inside_ > 0 || complete_) return false;
-    complete_ = true;
-    completed_.store(true, std::memory_order_release);
     report_.version = version_;
     report_.wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - called_).count();
+    if (observer_ != nullptr) {
+      observer_->on_stream_end(StreamFinish{number_, error_ != nullptr, report_});
+    }
+    complete_ = true;
+    completed_.store(true, std::memory_order_release);
     return true;
   }
 
@@ -315,6 +330,8 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   DeadlineTimer& timer_;
   StreamBody& body_;
   StreamCompletion on_complete_;  // empty for a blocking stream; called once, at completion
+  Observer* const observer_;      // null: none
+  const std::size_t number_;      // StreamStart::stream
   const std::optional<std::uint64_t> stale_bound_;
   const TaskClock& clock_;
   const std::chrono::steady_clock::time_point called_;
@@ -398,6 +415,7 @@ void StreamState::run(Lane& lane) noexcept {
         break;
     }
     report_.busy[worker] += std::chrono::duration<double>(delivering_.duration).count();
+    const std::uint64_t delay = version_ - delivering_.start_version;  // as the consumer sees it
     StreamVerdict verdict = StreamVerdict::reject;
     try {
       verdict = body_.deliver(*this, worker);
@@ -408,6 +426,12 @@ void StreamState::run(Lane& lane) noexcept {
       ++report_.accepted;
     } else {
       ++report_.rejected;
+    }
+    if (observer_ != nullptr) {
+      observer_->on_stream_task(
+          number_, StreamTaskRecord{delivering_.task, worker, delivering_.start_version, delay,
+                                    delivering_.started, delivering_.duration,
+                                    delivering_.outcome, verdict == StreamVerdict::accept});
     }
     delivering_.error = nullptr;
     end_if_idle_locked();
@@ -474,8 +498,10 @@ std::shared_ptr<StreamState> start_stream(TaskStream& stream, StreamBody& body,
   const auto called = std::chrono::steady_clock::now();
   LaneSet& set = core_of(stream.lanes());
   const std::vector<std::size_t> workers = first_workers(options, set.size());
-  auto state =
-      std::make_shared<StreamState>(set, *stream.timer_, body, options, std::move(on_complete));
+  const std::size_t number = stream.streams_.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto state = std::make_shared<StreamState>(set, *stream.timer_, body, options,
+                                             std::move(on_complete), stream.observer_, number);
+  state->tell_start(workers);
   if (options.deadline() && *options.deadline() == std::chrono::nanoseconds::zero()) {
     state->end_from_outside(StreamEnd::deadline);
     return state;

@@ -1,3 +1,4 @@
+#include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -119,4 +120,65 @@ TEST_CASE("a name registered with other labels is refused by the constructor", "
   CHECK_THROWS_WITH(ata::metrics::PrometheusObserver(registry, 1, {{"strategy", "ata"}}),
                     ContainsSubstring("cannot register the scheduler's metrics (ata_*) in this "
                                       "registry: "));
+}
+
+TEST_CASE("a stream's tasks are counted by outcome, rejected, stale stops and durations",
+          "[metrics][stream]") {
+  prometheus::Registry registry;
+  ata::metrics::PrometheusObserver metrics(registry, 2);
+  rt::WorkerPool pool(2);
+  rt::TaskStream stream(pool);
+  stream.set_observer(&metrics);
+  // Worker 1 waits for its stop: a stale stop once worker 0 advanced twice. Every seventh task
+  // of worker 0 throws; the consumer rejects those and the stopped ones.
+  const auto report = stream.run(
+      [](const rt::StreamContext& ctx) {
+        if (ctx.worker() == 1) {
+          while (!ctx.stop_requested()) std::this_thread::sleep_for(20us);
+        } else if (ctx.task() % 7 == 3) {
+          throw std::runtime_error("task");
+        }
+      },
+      [](rt::StreamDelivery<void>& d) {
+        if (!d.completed()) return rt::StreamVerdict::reject;
+        d.advance();
+        if (d.version() == 60) d.end_stream();
+        return rt::StreamVerdict::accept;
+      },
+      rt::StreamOptions{}.set_stale_bound(2));
+  auto families = registry.Collect();
+  const auto count = [&](const std::string& name, const std::string& key = {},
+                         const std::string& value = {}) {
+    return series(families, name, key, value).counter.value;
+  };
+  CHECK(count("ata_stream_tasks_total", "outcome", "completed") ==
+        static_cast<double>(report.completed));
+  CHECK(count("ata_stream_tasks_total", "outcome", "stopped") == static_cast<double>(report.stopped));
+  CHECK(count("ata_stream_tasks_total", "outcome", "failed") == static_cast<double>(report.failed));
+  CHECK(count("ata_stream_tasks_rejected_total") == static_cast<double>(report.rejected));
+  CHECK(count("ata_stream_stale_stops_total") == static_cast<double>(report.stale_stops));
+  CHECK(report.stale_stops >= 1);
+  CHECK(report.failed >= 1);
+  const auto& durations = series(families, "ata_stream_task_seconds").histogram;
+  CHECK(durations.sample_count == report.started);
+  double busy = 0.0;
+  for (const double seconds : report.busy) busy += seconds;
+  CHECK(durations.sample_sum == Catch::Approx(busy).epsilon(1e-9));
+  CHECK(count("ata_streams_total", "end", "consumer") == 1.0);
+  CHECK(count("ata_streams_total", "end", "failed") == 0.0);
+  CHECK(series(families, "ata_streams_in_flight").gauge.value == 0.0);
+
+  // A stream whose consumer throws ends as failed.
+  CHECK_THROWS_AS(stream.run([](const rt::StreamContext&) {},
+                             [](rt::StreamDelivery<void>&) -> rt::StreamVerdict {
+                               throw std::runtime_error("consumer");
+                             }),
+                  std::runtime_error);
+  families = registry.Collect();
+  CHECK(count("ata_streams_total", "end", "failed") == 1.0);
+  CHECK(count("ata_streams_total", "end", "consumer") == 1.0);
+  CHECK(series(families, "ata_streams_in_flight").gauge.value == 0.0);
+  const std::string text = prometheus::TextSerializer().Serialize(families);
+  CHECK_THAT(text, ContainsSubstring("# TYPE ata_stream_task_seconds histogram\n"));
+  CHECK_THAT(text, ContainsSubstring("ata_stream_tasks_total{outcome=\"stopped\"} "));
 }

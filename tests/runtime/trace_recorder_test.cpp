@@ -157,3 +157,81 @@ TEST_CASE("a trace recorder too large to allocate is refused with a sentence",
   CHECK_THROWS_WITH(rt::TraceRecorder(std::numeric_limits<std::size_t>::max(), 1),
                     Catch::Matchers::ContainsSubstring("out of memory for a trace of the first "));
 }
+
+TEST_CASE("a stream's trace keeps its first and last tasks, of the first and last streams",
+          "[runtime][observer][trace][stream]") {
+  rt::WorkerPool pool(2);
+  rt::TaskStream stream(pool);
+  rt::TraceRecorder recorder(1, 1, rt::StreamTraceBound{3, 4});
+  stream.set_observer(&recorder);
+  // Worker 0 alone: its tasks are delivered in start order, 0 to 19.
+  const auto twenty = [](rt::StreamDelivery<void>& d) {
+    d.advance();
+    if (d.task() == 19) d.end_stream();
+    return rt::StreamVerdict::accept;
+  };
+  for (int s = 0; s < 3; ++s) {
+    stream.run([](const rt::StreamContext&) {}, twenty, rt::StreamOptions{}.set_workers({0}));
+  }
+  CHECK(recorder.streams_seen() == 3);
+  CHECK(recorder.dropped() == 0);
+  const auto streams = recorder.streams();
+  REQUIRE(streams.size() == 2);
+  CHECK(streams[0].stream == 1);
+  CHECK(streams[1].stream == 3);  // stream 2's slot was the ring's, taken by stream 3
+  for (const rt::TracedStream& traced : streams) {
+    CHECK(traced.ended);
+    CHECK_FALSE(traced.failed);
+    CHECK(traced.end == rt::StreamEnd::consumer);
+    CHECK(traced.delivered == 20);
+    std::vector<std::size_t> kept;
+    for (const rt::StreamTaskRecord& task : traced.tasks) {
+      kept.push_back(task.task);
+      CHECK(task.worker == 0);
+      CHECK(task.start_version == task.task);  // one advance per delivery, one worker
+      CHECK(task.delay == 0);
+      CHECK(task.accepted);
+    }
+    CHECK(kept == std::vector<std::size_t>{0, 1, 2, 16, 17, 18, 19});
+  }
+  // A task on a worker the process does not have is refused by name.
+  const rt::TracedProcess narrow{"narrow", 0, {}, streams};
+  CHECK_THROWS_WITH(rt::chrome_trace_json({&narrow, 1}),
+                    Catch::Matchers::ContainsSubstring("stream 1 has a task on worker 0 of 0"));
+}
+
+TEST_CASE("batches and a stream on the same lanes share one recorder and one process",
+          "[runtime][observer][trace][stream]") {
+  rt::WorkerPool pool(2);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+  rt::TaskStream stream(pool);
+  rt::TraceRecorder recorder(5, 5);
+  scheduler.set_observer(&recorder);
+  stream.set_observer(&recorder);
+  std::map<std::size_t, rt::RoundReport> reports;
+  for (int k = 0; k < 3; ++k) {
+    auto report = scheduler.run(4, [](const rt::TaskContext&) {}).report;
+    reports[report.round] = std::move(report);
+  }
+  const auto report = stream.run([](const rt::StreamContext&) {},
+                                 [](rt::StreamDelivery<void>& d) {
+                                   if (d.task() == 30) d.end_stream();
+                                   return d.task() % 2 == 0 ? rt::StreamVerdict::accept
+                                                            : rt::StreamVerdict::reject;
+                                 });
+  const rt::TracedProcess process{"both", 2, recorder.batches(), recorder.streams()};
+  rt::TraceCounts counts;
+  const auto trace = nlohmann::json::parse(rt::chrome_trace_json({&process, 1}, &counts));
+  CHECK(counts.batches == 3);
+  CHECK(counts.streams == 1);
+  CHECK(counts.slices == 12 + report.started);
+  // The batches' checks hold beside the stream's slices, which have no flows.
+  for (const auto& [round, batch] : reports) CHECK(slices_of(trace, round) == records_of(batch));
+  CHECK(ata::testing::check_batch_flows(trace, 2) == 12);
+  std::size_t rejected = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "X" && event["cat"] == "rejected") ++rejected;
+  }
+  CHECK(rejected == report.rejected);
+}

@@ -9,6 +9,7 @@ using LaneKinds = std::tuple<ata::testing::AsioContextPerLane, ata::testing::Asi
 #define ATA_STREAM_TAG "[asio]"
 #define ATA_STREAM_PREFIX "stream, asio lanes: "
 #include "stream/stream_scenarios.hpp"
+#include "stream/stream_observer_scenarios.hpp"
 
 // async_run_stream(): the Asio front end, on a WorkerPool and on Asio lanes.
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -179,6 +180,45 @@ TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX "async_run_stream runs on the kind's l
   const rt::StreamReport report = future.get();
   CHECK(ledger->problem() == "");
   CHECK(report_problem(report, *ledger) == "");
+}
+
+TEMPLATE_LIST_TEST_CASE(ATA_STREAM_PREFIX
+                        "async_run_stream tells the observer every delivery and the end before "
+                        "its handler runs",
+                        "[runtime][stream][async][observer]" ATA_STREAM_TAG, LaneKinds) {
+  StreamRig<TestType> rig(3);
+  CAPTURE(TestType::name);
+  StreamEvents events;
+  rig.stream.set_observer(&events);
+  asio::io_context io;
+  auto ledger = std::make_shared<Ledger>();
+  std::string order_at_handler = "handler not run";
+  std::size_t events_at_handler = 0;
+  std::optional<rt::StreamReport> report;
+  rt::async_run_stream(rig.stream, Tagging{ledger}, Counting{ledger, 100},
+                       asio::bind_executor(io, [&](std::exception_ptr, rt::StreamReport r) {
+                         order_at_handler = events.order_problem();
+                         events_at_handler = events.events().size();
+                         report = std::move(r);
+                       }));
+  io.run();
+  REQUIRE(report);
+  CHECK(order_at_handler == "");
+  CHECK(events_at_handler == report->started + 2);
+  CHECK(ledger->problem() == "");
+  // The task events are the consumer's deliveries, in its order.
+  const auto tasks = events.tasks(1);
+  REQUIRE(tasks.size() == ledger->seen().size());
+  for (std::size_t k = 0; k < tasks.size(); ++k) {
+    const Seen& seen = ledger->seen()[k];
+    CHECK(std::get<0>(tasks[k]) == seen.task);
+    CHECK(std::get<1>(tasks[k]) == seen.worker);
+    CHECK(std::get<2>(tasks[k]) == seen.start_version);
+    CHECK(std::get<3>(tasks[k]) == seen.delay);
+    CHECK(std::get<5>(tasks[k]) == seen.duration);
+    CHECK(std::get<6>(tasks[k]) == seen.outcome);
+    CHECK(std::get<7>(tasks[k]) == (seen.outcome == rt::StreamOutcome::completed));
+  }
 }
 
 }  // namespace ata::testing::stream

@@ -11,3 +11,4 @@ using LaneKinds = std::tuple<ata::testing::ArenasFromConstraints, ata::testing::
 #define ATA_STREAM_TAG "[tbb]"
 #define ATA_STREAM_PREFIX "stream, arena lanes: "
 #include "stream/stream_scenarios.hpp"
+#include "stream/stream_observer_scenarios.hpp"

@@ -9,6 +9,7 @@ using LaneKinds = std::tuple<ata::testing::OwnThreads, ata::testing::PostedOnThr
 #define ATA_STREAM_TAG "[posted]"
 #define ATA_STREAM_PREFIX "stream, threads and posted lanes: "
 #include "stream/stream_scenarios.hpp"
+#include "stream/stream_observer_scenarios.hpp"
 #include "support/without_backups.hpp"
 
 namespace ata::testing::stream {
@@ -231,6 +232,79 @@ TEST_CASE("streams shut down at random moments lose no delivery",
     for (auto& runner : runners) runner.join();
     CHECK(errors.load() == 3);
     for (const auto& ledger : ledgers) CHECK(ledger->problem() == "");
+  }
+}
+
+TEST_CASE("a stream's observer is told nothing once unset; refused streams have no events",
+          "[runtime][stream][observer]") {
+  rt::WorkerPool pool(2);
+  rt::TaskStream stream(pool);
+  CHECK(stream.observer() == nullptr);
+  StreamEvents events;
+  stream.set_observer(&events);
+  CHECK(stream.observer() == &events);
+  const auto ten = [](rt::StreamDelivery<void>& d) {
+    if (d.task() == 9) d.end_stream();
+    return rt::StreamVerdict::accept;
+  };
+  const auto empty = [](const rt::StreamContext&) {};
+  const auto first = stream.run(empty, ten);
+  // Refused before anything runs: no stream number, no event.
+  CHECK_THROWS_AS(stream.run(empty, ten, rt::StreamOptions{}.set_workers({5})),
+                  ata::InvalidArgument);
+  stream.set_observer(nullptr);
+  const auto unobserved = stream.run(empty, ten);
+  CHECK(stream.streams() == 2);
+  CHECK(events.order_problem() == "");
+  const auto all = events.events();
+  REQUIRE(all.size() == first.started + 2);
+  for (const auto& e : all) CHECK(e.stream == 1);
+  CHECK(all.back().report->started == first.started);
+  // Unobserved, the stream behaves as before: every task delivered, the counts add up.
+  CHECK(unobserved.started >= 10);
+  CHECK(unobserved.accepted == unobserved.started);
+}
+
+TEST_CASE("a stream that fails or starts nothing still ends once for its observer",
+          "[runtime][stream][observer][errors]") {
+  rt::WorkerPool pool(2);
+  rt::TaskStream stream(pool);
+  StreamEvents events;
+  stream.set_observer(&events);
+  SECTION("the consumer throws: the end says failed, after every delivery") {
+    ConsumerView view;
+    CHECK_THROWS_AS(stream.run([](const rt::StreamContext&) {},
+                               [&](rt::StreamDelivery<void>& d) {
+                                 view.note(d, rt::StreamVerdict::reject);
+                                 if (d.task() == 20) throw std::runtime_error("consumer");
+                                 return rt::StreamVerdict::reject;
+                               }),
+                    std::runtime_error);
+    CHECK(events.order_problem() == "");
+    CHECK(events.tasks(1) == view.seen());  // the throwing delivery counted as rejected
+    const auto all = events.events();
+    CHECK(all.back().failed);
+    CHECK(all.back().report->started == view.seen().size());
+  }
+  SECTION("a deadline of zero: a start and an end, nothing between") {
+    const auto report = stream.run([](const rt::StreamContext&) {},
+                                   [](rt::StreamDelivery<void>&) { return rt::StreamVerdict::accept; },
+                                   rt::StreamOptions{}.set_deadline(std::chrono::nanoseconds(0)));
+    CHECK(report.started == 0);
+    const auto all = events.events();
+    REQUIRE(all.size() == 2);
+    CHECK(all.back().report->end == rt::StreamEnd::deadline);
+    CHECK_FALSE(all.back().failed);
+  }
+  SECTION("lanes shut down before: the end says failed") {
+    pool.shutdown();
+    CHECK_THROWS_AS(stream.run([](const rt::StreamContext&) {},
+                               [](rt::StreamDelivery<void>&) { return rt::StreamVerdict::accept; }),
+                    rt::ShutdownError);
+    CHECK(events.order_problem() == "");
+    const auto all = events.events();
+    REQUIRE(all.size() == 2);
+    CHECK(all.back().failed);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// A BatchScheduler's batches as Prometheus metrics: an Observer that feeds a
-/// prometheus::Registry (prometheus-cpp). Part of the optional library ata::prometheus.
+/// A BatchScheduler's batches and a TaskStream's streams as Prometheus metrics: an Observer that
+/// feeds a prometheus::Registry (prometheus-cpp). Part of the optional library ata::prometheus.
 
 #include <array>
 #include <cstddef>
@@ -19,9 +19,11 @@
 
 namespace ata::metrics {
 
-/// Counts batches, tasks, copies and worker time, and shows what the policy learned, in a
-/// registry that an exposer or a text serializer publishes. docs/timelines.md lists the
-/// metrics: names in base units, counters ending in `_total`, one label `worker` per worker.
+/// Counts batches, tasks, copies and worker time, shows what the policy learned, and counts
+/// streams and their tasks (by outcome, rejected, stale stops, durations), in a registry that an
+/// exposer or a text serializer publishes. docs/timelines.md lists the metrics: names in base
+/// units, counters ending in `_total`, one label `worker` per worker. Set it on a scheduler,
+/// a TaskStream, or both.
 ///
 /// @code
 /// auto registry = std::make_shared<prometheus::Registry>();
@@ -39,7 +41,8 @@ namespace ata::metrics {
 /// Thread-safety: the Observer methods may run concurrently (batches of several callers);
 /// prometheus-cpp's metrics synchronise themselves. A batch costs the observer a few dozen
 /// atomic updates plus O(workers), nothing per task but one pass over its records to count
-/// the accepted ones.
+/// the accepted ones. A streamed task costs a counter or two and a histogram observation,
+/// under the stream's lock (on_stream_task()).
 class PrometheusObserver final : public runtime::Observer {
  public:
   /// Upper bounds of the wall and worker-time histograms, in seconds (+Inf is implied): from
@@ -56,6 +59,9 @@ class PrometheusObserver final : public runtime::Observer {
   void on_batch_start(const runtime::BatchStart& start) noexcept override;
   void on_learned(std::size_t round, std::span<const WorkerStats> learned) noexcept override;
   void on_batch_end(const runtime::BatchEnd& end) noexcept override;
+  void on_stream_start(const runtime::StreamStart& start) noexcept override;
+  void on_stream_task(std::size_t stream, const runtime::StreamTaskRecord& task) noexcept override;
+  void on_stream_end(const runtime::StreamFinish& end) noexcept override;
 
  private:
   struct Worker {
@@ -77,6 +83,13 @@ class PrometheusObserver final : public runtime::Observer {
   prometheus::Counter& retries_;
   prometheus::Counter& restarts_;
   std::vector<Worker> workers_;
+  // By runtime::StreamEnd, then one for the streams that failed.
+  std::array<prometheus::Counter*, 5> streams_{};
+  prometheus::Gauge& streams_in_flight_;
+  std::array<prometheus::Counter*, 3> stream_tasks_{};  // by runtime::StreamOutcome
+  prometheus::Counter& stream_rejected_;
+  prometheus::Counter& stream_stale_stops_;
+  prometheus::Histogram& stream_task_seconds_;
 };
 
 }  // namespace ata::metrics

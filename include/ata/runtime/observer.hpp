@@ -1,11 +1,13 @@
 #pragma once
 /// @file
 /// What a BatchScheduler tells an observer: each batch's start with its plan, its end with
-/// its report (every task's worker, start and duration), and what the policy learned from it.
+/// its report (every task's worker, start and duration), and what the policy learned from it;
+/// and what a TaskStream tells it: each stream's start, each delivered task, its end.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "ata/core/plan.hpp"
 #include "ata/core/worker_stats.hpp"
 #include "ata/runtime/round_report.hpp"
+#include "ata/runtime/stream_report.hpp"
 
 namespace ata::runtime {
 
@@ -51,7 +54,32 @@ struct BatchEnd {
   const RoundReport* report = nullptr;
 };
 
-/// Watches a BatchScheduler's batches (BatchScheduler::set_observer()).
+/// A task stream about to queue its first tasks (TaskStream::run(), async_run_stream()).
+struct StreamStart {
+  std::size_t stream = 0;  ///< the TaskStream's stream number, 1-based (TaskStream::streams())
+  /// The workers kept busy at first (StreamOptions::workers(), or every lane), by lane index.
+  /// Valid during the call only.
+  std::span<const std::size_t> workers;
+  std::optional<std::uint64_t> stale_bound;  ///< StreamOptions::stale_bound()
+  /// When the stream was started: StreamTaskRecord::start and StreamReport::wall count from it.
+  std::chrono::steady_clock::time_point called;
+};
+
+/// A stream that had its StreamStart, now over: every task it started was delivered, each
+/// told to on_stream_task() before this.
+struct StreamFinish {
+  std::size_t stream = 0;
+  /// It ended with an error (the consumer threw, the lanes shut down or could not post):
+  /// run() throws it, async_run_stream() completes with it, and report.end says nothing.
+  bool failed = false;
+  /// What it did, wall time and version included: the report run() returns (on success).
+  /// Valid during the call only.
+  const StreamReport& report;
+};
+
+/// Watches a BatchScheduler's batches (BatchScheduler::set_observer()), a TaskStream's
+/// streams (TaskStream::set_observer()), or both: one observer (a TraceRecorder, the
+/// metrics) may be set on a scheduler and a stream over the same lanes.
 ///
 /// @code
 /// class Spans final : public ata::runtime::Observer {
@@ -86,10 +114,38 @@ struct BatchEnd {
 /// for a batch of async_run() whose executor is destroyed before the batch finishes). A batch
 /// refused before it runs (its plan() threw or cannot run here) has no event.
 ///
+/// Streams are told as they run, task by task, since a stream has no end to wait for:
+///
+/// @code
+/// class Staleness final : public ata::runtime::Observer {
+///  public:
+///   void on_stream_task(std::size_t /*stream*/,
+///                       const ata::runtime::StreamTaskRecord& t) noexcept override {
+///     // under the stream's lock: one task at a time per stream, but streams may overlap
+///     delay_sum_.fetch_add(t.delay, std::memory_order_relaxed);
+///     if (!t.accepted) rejected_.fetch_add(1, std::memory_order_relaxed);
+///   }
+///  private:
+///   std::atomic<std::uint64_t> delay_sum_{0};
+///   std::atomic<std::size_t> rejected_{0};
+/// };
+/// Staleness staleness;
+/// stream.set_observer(&staleness);
+/// @endcode
+///
+/// For one stream: on_stream_start(), then one on_stream_task() per task it started, in the
+/// order the consumer was called, then on_stream_end(), exactly once (for async_run_stream()
+/// too: the end is told on the lanes, before the handler is posted). A stream refused
+/// before it starts (a worker out of range, run() called from a task of its lanes) has no
+/// event. Without an observer a stream tests one pointer per delivery; with one it makes one
+/// virtual call per delivered task, under the stream's lock, which the observer's own work
+/// lengthens for every worker of the stream (docs/timelines.md measures it).
+///
 /// Thread-safety: batches run concurrently (several callers of run(), async_run()), and the
 /// methods may then be called concurrently, from different threads, for different batches;
-/// an observer of overlapping batches must synchronise itself. The methods are noexcept and
-/// must not block for long: they run on the batch's path.
+/// an observer of overlapping batches must synchronise itself. So may streams, with each
+/// other and with batches; the events of one stream never overlap one another. The methods
+/// are noexcept and must not block for long: they run on the batch's or the stream's path.
 class Observer {
  public:
   virtual ~Observer() = default;
@@ -109,14 +165,29 @@ class Observer {
   /// handler executor), before the caller gets it.
   virtual void on_batch_end(const BatchEnd& /*end*/) noexcept {}
 
+  /// On the thread that starts the stream (the caller of TaskStream::run() or
+  /// async_run_stream()), before its first task is queued; no lock held.
+  virtual void on_stream_start(const StreamStart& /*start*/) noexcept {}
+  /// One task of stream `stream` delivered: on the worker that ran it, right after the
+  /// consumer returned its verdict (an exception from the consumer counts as a rejection),
+  /// under the stream's lock, so never concurrently with another event of the same stream, and
+  /// before the worker's next task starts. `task` is valid during the call only.
+  virtual void on_stream_task(std::size_t /*stream*/,
+                              const StreamTaskRecord& /*task*/) noexcept {}
+  /// On the thread that completes the stream (the worker of its last delivery, the caller of
+  /// run() after a stop request, the deadline's timer thread, a canceller, or the starter
+  /// when the lanes refuse it or its deadline is 0), under the stream's lock, before run()
+  /// returns or async_run_stream()'s handler is posted.
+  virtual void on_stream_end(const StreamFinish& /*end*/) noexcept {}
+
  protected:
   Observer() = default;
   Observer(const Observer&) = default;
   Observer& operator=(const Observer&) = default;
 };
 
-/// Tells several observers each event, in the order given: a scheduler has one observer,
-/// and a trace and the metrics may both want its batches.
+/// Tells several observers each event, in the order given: a scheduler or a stream has one
+/// observer, and a trace and the metrics may both want its batches and streams.
 ///
 /// @code
 /// ata::runtime::TraceRecorder trace(20, 20);
@@ -139,6 +210,15 @@ class ObserverList final : public Observer {
   }
   void on_batch_end(const BatchEnd& end) noexcept override {
     for (Observer* observer : observers_) observer->on_batch_end(end);
+  }
+  void on_stream_start(const StreamStart& start) noexcept override {
+    for (Observer* observer : observers_) observer->on_stream_start(start);
+  }
+  void on_stream_task(std::size_t stream, const StreamTaskRecord& task) noexcept override {
+    for (Observer* observer : observers_) observer->on_stream_task(stream, task);
+  }
+  void on_stream_end(const StreamFinish& end) noexcept override {
+    for (Observer* observer : observers_) observer->on_stream_end(end);
   }
 
  private:

@@ -5,6 +5,7 @@
 /// duration. The primitive of asynchronous methods (asynchronous SGD), beside the batches of
 /// BatchScheduler.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -19,19 +20,12 @@
 
 #include "ata/core/error.hpp"
 #include "ata/runtime/lanes.hpp"
+#include "ata/runtime/stream_report.hpp"
 #include "ata/runtime/task_context.hpp"
 
 namespace ata::runtime {
 
-/// How a streamed task ended.
-enum class StreamOutcome : std::uint8_t {
-  completed,  ///< it returned, and no stop was requested before it did
-  /// A stop was requested before it ended (stale, the stream ending, a shutdown), whatever it
-  /// then returned or threw (error() holds what it threw): its time is censored.
-  stopped,
-  failed,  ///< it threw without a stop request: StreamEvent::error() holds the exception
-};
-
+class Observer;
 class StreamEvent;
 class TaskStream;
 
@@ -53,23 +47,6 @@ struct DeliveryFacts {
 /// Fills `event`'s untyped part with the delivery `state` is making.
 void fill_event(StreamState& state, StreamEvent& event) noexcept;
 }  // namespace detail
-
-/// Why a stream ended.
-enum class StreamEnd : std::uint8_t {
-  consumer,        ///< the consumer called StreamDelivery::end_stream()
-  stop_requested,  ///< the stop token given to run() (or async_run_stream()'s cancellation)
-  deadline,        ///< StreamOptions::set_deadline() passed
-  no_workers,      ///< no worker was kept busy any more and no task was running
-};
-
-/// "completed", "stopped" or "failed".
-[[nodiscard]] const char* outcome_name(StreamOutcome outcome) noexcept;
-/// "consumer", "stop_requested", "deadline" or "no_workers".
-[[nodiscard]] const char* end_name(StreamEnd end) noexcept;
-
-/// What the consumer makes of a delivery (counted in StreamReport; the stream does nothing
-/// else with it: advancing the version is StreamDelivery::advance()).
-enum class StreamVerdict : std::uint8_t { accept, reject };
 
 /// How one stream runs, with fluent setters. A value type; not synchronised.
 ///
@@ -208,29 +185,6 @@ class StreamDelivery final : public StreamEvent {
 template <>
 class StreamDelivery<void> final : public StreamEvent {};
 
-/// What one stream did.
-struct StreamReport {
-  StreamEnd end = StreamEnd::consumer;
-  /// Tasks started; each was delivered exactly once, so started = completed + stopped +
-  /// failed = accepted + rejected.
-  std::size_t started = 0;
-  std::size_t completed = 0;
-  std::size_t stopped = 0;
-  std::size_t failed = 0;
-  /// Stop requests made because a task's delay reached the stale bound: each such task is
-  /// among the stopped ones (a request made before a task ended makes it stopped).
-  std::size_t stale_stops = 0;
-  std::size_t accepted = 0;
-  std::size_t rejected = 0;
-  /// The stream's version at the end.
-  std::uint64_t version = 0;
-  /// From run() to the last delivery, in seconds.
-  double wall = 0.0;
-  /// Per worker: tasks started, and seconds spent in them.
-  std::vector<std::size_t> tasks;
-  std::vector<double> busy;
-};
-
 namespace detail {
 
 /// A stream's task and consumer, type-erased for the engine (lib/runtime/task_stream.cpp).
@@ -364,10 +318,13 @@ void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept;
 ///   posts its next run): one post per task, but no lane of the executor starves.
 /// - Slowdowns (PoolOptions) apply to every task; a stream's "round" for Slowdown::change_at()
 ///   is its version at the task's start, plus 1.
+/// - An Observer (set_observer()) hears each stream's start, each delivered task (its
+///   StreamTaskRecord, once the consumer has returned) and the end (Observer's stream events).
 ///
 /// Cost: one lock of the stream per task (start and delivery are one section), two clock reads
-/// and the consumer's call; docs/runtime.md ("Streams") compares it with a batch's per-task
-/// cost.
+/// and the consumer's call; without an observer, one pointer test per delivery more.
+/// docs/runtime.md ("Streams") compares it with a batch's per-task cost, docs/timelines.md
+/// the cost of an observer.
 ///
 /// Thread-safety: run() may be called from any number of threads at once, each call a stream
 /// of its own (not from a task of the same lanes: that throws ata::Error). The stop token may
@@ -413,6 +370,17 @@ class TaskStream {
 
   /// The lanes the streams run on.
   [[nodiscard]] Lanes& lanes() noexcept { return lanes_; }
+  /// Tells `observer` (borrowed; nullptr: none, the default) of every stream started from now
+  /// on, blocking or asynchronous (Observer::on_stream_start(), on_stream_task(),
+  /// on_stream_end()). Not synchronised with run() or async_run_stream(): set it while no
+  /// stream is starting, and keep the observer alive until the streams it was told of have
+  /// ended. A stream keeps the observer it started with.
+  void set_observer(Observer* observer) noexcept { observer_ = observer; }
+  [[nodiscard]] Observer* observer() const noexcept { return observer_; }
+  /// Streams this TaskStream started so far (StreamStart::stream of the last). Thread-safe.
+  [[nodiscard]] std::size_t streams() const noexcept {
+    return streams_.load(std::memory_order_relaxed);
+  }
 
  private:
   friend std::shared_ptr<detail::StreamState> detail::start_stream(TaskStream&, detail::StreamBody&,
@@ -421,6 +389,8 @@ class TaskStream {
   Lanes& lanes_;
   // Ends streams at their deadlines; its thread starts with the first deadline.
   std::unique_ptr<detail::DeadlineTimer> timer_;
+  Observer* observer_ = nullptr;
+  std::atomic<std::size_t> streams_{0};  // streams started, numbering them from 1
 };
 
 }  // namespace ata::runtime
