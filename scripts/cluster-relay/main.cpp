@@ -147,15 +147,14 @@ class Relay {
 
   // Reads every packet host `from` has sent, and queues or drops each.
   void take(std::size_t from, Clock::time_point now) {
-    std::vector<std::uint8_t> buffer(65536);
     for (;;) {
-      const ssize_t got = read(tuns_[from], buffer.data(), buffer.size());
+      const ssize_t got = read(tuns_[from], buffer_.data(), buffer_.size());
       if (got < 0) {
         if (errno == EAGAIN || errno == EINTR) return;
         throw failure("read from host " + std::to_string(from) + "'s TUN");
       }
       const auto size = static_cast<std::size_t>(got);
-      const auto to = destination(buffer.data(), size);
+      const auto to = destination(buffer_.data(), size);
       if (to == tuns_.size() || to == from) {
         ++unroutable_;  // not IPv4 on our /24 (IPv6 router solicitations, say)
         continue;
@@ -173,8 +172,8 @@ class Relay {
       auto due = now + std::max(links_[from].delay, links_[to].delay);
       due = std::max(due, last_due_[pair]);
       last_due_[pair] = due;
-      queue_.push({due, order_++, to, std::vector<std::uint8_t>(buffer.begin(),
-                                                                buffer.begin() + got)});
+      queue_.push({due, order_++, to, std::vector<std::uint8_t>(buffer_.begin(),
+                                                                buffer_.begin() + got)});
     }
   }
 
@@ -222,6 +221,7 @@ class Relay {
   }
 
   std::vector<int> tuns_;
+  std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);  // one IP packet at most
   std::array<std::uint8_t, 3> prefix_;
   std::vector<Link> links_;
   std::uint64_t seed_;

@@ -281,13 +281,25 @@ TEST_CASE("a killed rank is survived across the network under --enable-recovery"
   CHECK(*g_shut_down_with_loss);
 }
 
+namespace {
+
+// UTA over the cluster (two of the six tasks on each rank) after 30 usual rounds, logged.
+struct UsualRounds {
+  std::unique_ptr<ata::Policy> uta = policy("uta");
+  ata::mpi::RankScheduler root{MPI_COMM_WORLD, *uta};
+  FaultLog log;
+  UsualRounds() {
+    for (int round = 0; round < 30; ++round) log.usual(run_checked(root, 6));
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a fixed delay on a link: learned as its round trip, not as its rank's speed",
           "[netns][delay]") {
   REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);  // built with the relay (--delay 0)
-  const auto uta = policy("uta");
-  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
-  FaultLog log;
-  for (int round = 0; round < 30; ++round) log.usual(run_checked(root, 6));
+  UsualRounds usual;
+  auto& [uta, root, log] = usual;
   const double link_before = root.round_trip(0).value();
   const double mean_before = uta->stats(0).mean();
 
@@ -330,10 +342,8 @@ TEST_CASE("a fixed delay on a link: learned as its round trip, not as its rank's
 TEST_CASE("lost packets: TCP resends them, every round has its B results",
           "[netns][loss]") {
   REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);  // built with the relay (--loss 0)
-  const auto uta = policy("uta");
-  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *uta);
-  FaultLog log;
-  for (int round = 0; round < 30; ++round) log.usual(run_checked(root, 6));
+  UsualRounds usual;
+  auto& [uta, root, log] = usual;
   std::vector<double> means_before;
   for (std::size_t w = 0; w < kWorkers; ++w) means_before.push_back(uta->stats(w).mean());
 

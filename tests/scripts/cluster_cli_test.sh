@@ -99,7 +99,15 @@ in_range() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x < 
 out=$(bash "$cluster" run --name cli3 --relay "$relay" --delay-of 1=5 2 -- bash -c "$probe_script
   echo relay pid \$(cut -d\" \" -f1 /run/ata-cluster/\$ATA_CLUSTER/relay.pid)
   probe 40 0.02; \"\$ATA_CLUSTER_SCRIPT\" delay 1 0; probe 40 0.02
-  \"\$ATA_CLUSTER_SCRIPT\" delay 1 2.5; probe 40 0.02" "$echo_py" 2>&1) || fail "delay run: $out"
+  \"\$ATA_CLUSTER_SCRIPT\" delay 1 2.5; probe 40 0.02
+  \"\$ATA_CLUSTER_SCRIPT\" delay 1 soon || true
+  \"\$ATA_CLUSTER_SCRIPT\" loss 1 1.5 || true
+  \"\$ATA_CLUSTER_SCRIPT\" delay 2 1 || true" "$echo_py" 2>&1) || fail "delay run: $out"
+for refusal in "delay: expected milliseconds from 0 to 10000 (e.g. 5 or 0.5), got 'soon' or off" \
+               "loss: expected a probability in [0, 1) (e.g. 0.01), got '1.5' or off" \
+               "no rank '2' in cluster cli3 (2 hosts)"; do
+  grep -qF -- "$refusal" <<<"$out" || fail "delay run: expected '$refusal' in: $out"
+done
 mapfile -t probes < <(grep '^sent ' <<<"$out")
 [ ${#probes[@]} -eq 3 ] || fail "delay run: expected 3 probes in: $out"
 in_range "$(min_ms "${probes[0]}")" 10 12 || fail "5 ms each way: ${probes[0]} ($out)"
