@@ -5,6 +5,9 @@
 set -euo pipefail
 cluster="$1"
 relay="${2:-}"
+# Cluster names of this run's own (c, 4 hex digits of its pid, a digit): tests of other build
+# trees may be running clusters at the same time.
+tag=c$(printf %04x $(($$ % 65536)))
 fail() { echo "FAIL: $*" >&2; exit 1; }
 expect() {  # expect CODE MESSAGE ARGS...: exit code CODE and MESSAGE on stderr
   local code=$1 message=$2 got out
@@ -57,23 +60,23 @@ set -e
 [ "$can" -eq 0 ] || { echo "this machine cannot build clusters (exit $can): refusals checked"; exit 0; }
 # A run sees its cluster: its hosts, its links, a rate where asked; the command's exit code is
 # the run's; nothing of it is left after.
-out=$(bash "$cluster" run --name cli1 --rate-of 1=2mbit 2 -- bash -c \
+out=$(bash "$cluster" run --name ${tag}1 --rate-of 1=2mbit 2 -- bash -c \
   'ip netns list | grep -c "^ata-$ATA_CLUSTER-[01] "; tc -n ata-$ATA_CLUSTER-1 qdisc show dev eth0;
    "$ATA_CLUSTER_SCRIPT" link 1 down; "$ATA_CLUSTER_SCRIPT" link 1 up; exit 3' 2>/dev/null) && code=0 || code=$?
 [ "$code" -eq 3 ] || fail "run: exit $code, expected the command's 3"
 grep -qx 2 <<<"$out" || fail "run: expected 2 namespaces, got: $out"
 grep -q "tbf.*rate 2Mbit" <<<"$out" || fail "run: expected rank 1's link at 2mbit, got: $out"
-! ip netns list | grep -q "^ata-cli1-" || fail "namespaces of cli1 left behind"
-! ip link show atb-cli1 >/dev/null 2>&1 || fail "bridge of cli1 left behind"
-[ ! -e /run/ata-cluster/cli1 ] || fail "state of cli1 left behind"
+! ip netns list | grep -q "^ata-${tag}1-" || fail "namespaces of ${tag}1 left behind"
+! ip link show atb-${tag}1 >/dev/null 2>&1 || fail "bridge of ${tag}1 left behind"
+[ ! -e /run/ata-cluster/${tag}1 ] || fail "state of ${tag}1 left behind"
 
 # The relay: refused unbuilt; then a cluster's round trips and losses, measured by a UDP echo
 # from rank 0 to rank 1 over the relay's addresses.
 expect 2 "need the relay, and '/nonexistent' is not a program" \
   run --relay /nonexistent --delay 5 2 -- true
-out=$(bash "$cluster" run --name cli2 2 -- "$(dirname "$cluster")/cluster" delay 1 5 2>&1) &&
+out=$(bash "$cluster" run --name ${tag}2 2 -- "$(dirname "$cluster")/cluster" delay 1 5 2>&1) &&
   fail "delay without a relay: exit 0 ($out)"
-grep -qF "cluster cli2 has no relay" <<<"$out" || fail "delay without a relay: $out"
+grep -qF "cluster ${tag}2 has no relay" <<<"$out" || fail "delay without a relay: $out"
 if [ -z "$relay" ]; then
   echo "scripts/cluster: refusals, a run and its teardown checked (no relay built)"
   exit 0
@@ -96,7 +99,7 @@ in_range() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x < 
 # Rank 1's link at 5 ms each way: a round trip between it and rank 0 is 10 ms longer (the best
 # of 40 probes within 2 ms above that: the delay is applied once, not per hop); then 0 and 2.5
 # ms mid-run.
-out=$(bash "$cluster" run --name cli3 --relay "$relay" --delay-of 1=5 2 -- bash -c "$probe_script
+out=$(bash "$cluster" run --name ${tag}3 --relay "$relay" --delay-of 1=5 2 -- bash -c "$probe_script
   echo relay pid \$(cut -d\" \" -f1 /run/ata-cluster/\$ATA_CLUSTER/relay.pid)
   probe 40 0.02; \"\$ATA_CLUSTER_SCRIPT\" delay 1 0; probe 40 0.02
   \"\$ATA_CLUSTER_SCRIPT\" delay 1 2.5; probe 40 0.02
@@ -105,7 +108,7 @@ out=$(bash "$cluster" run --name cli3 --relay "$relay" --delay-of 1=5 2 -- bash 
   \"\$ATA_CLUSTER_SCRIPT\" delay 2 1 || true" "$echo_py" 2>&1) || fail "delay run: $out"
 for refusal in "delay: expected milliseconds from 0 to 10000 (e.g. 5 or 0.5), got 'soon' or off" \
                "loss: expected a probability in [0, 1) (e.g. 0.01), got '1.5' or off" \
-               "no rank '2' in cluster cli3 (2 hosts)"; do
+               "no rank '2' in cluster ${tag}3 (2 hosts)"; do
   grep -qF -- "$refusal" <<<"$out" || fail "delay run: expected '$refusal' in: $out"
 done
 mapfile -t probes < <(grep '^sent ' <<<"$out")
@@ -117,7 +120,7 @@ grep -q "ata-cluster-relay: .* relayed, 0 dropped by loss" <<<"$out" || fail "re
 # 20% loss each way: about 64% of 300 echoes come back (4.5 standard deviations either side),
 # the same ones for the same seed.
 lossy() {
-  bash "$cluster" run --name cli4 --relay "$relay" --loss 0.2 --seed "$1" 2 -- \
+  bash "$cluster" run --name ${tag}4 --relay "$relay" --loss 0.2 --seed "$1" 2 -- \
     bash -c "$probe_script
   probe 300 0.005" "$echo_py" 2>&1 | grep '^sent ' || true
 }
@@ -127,7 +130,7 @@ received=$(awk '{ print $4 }' <<<"$first")
 in_range "$received" 155 230 || fail "20% loss each way: $first"
 [ "$(awk '{ print $4 }' <<<"$again")" = "$received" ] ||
   fail "same seed, other losses: '$first' then '$again'"
-! ip netns list | grep -q "^ata-cli[34]-" || fail "namespaces of the relay's clusters left behind"
+! ip netns list | grep -q "^ata-$tag[34]-" || fail "namespaces of the relay's clusters left behind"
 relay_pid=$(sed -n 's/^relay pid //p' <<<"$out")
 [ -n "$relay_pid" ] || fail "delay run: no relay pid in: $out"
 [ ! -e "/proc/$relay_pid" ] || [ "$(cat "/proc/$relay_pid/comm")" != ata-cluster-rel ] ||
