@@ -97,8 +97,10 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
     for (const auto& e : batch.events) {
       std::fprintf(stderr, "%s: %s: rank %zu %s in round %zu, %.2f s after the start\n", kProgram,
                    run.name.c_str(), e.rank,
-                   e.kind == mpi::RankEvent::Kind::lost ? "lost (overdue)" : "back", e.round,
-                   e.seconds);
+                   e.kind == mpi::RankEvent::Kind::lost        ? "lost (overdue)"
+                   : e.kind == mpi::RankEvent::Kind::slow_link ? "on a slow link"
+                                                                : "back",
+                   e.round, e.seconds);
     }
     std::fill(mean.begin(), mean.end(), 0.0);
     for (const auto& r : batch.results) {

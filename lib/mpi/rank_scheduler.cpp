@@ -98,13 +98,14 @@ struct RankScheduler::State {
   RankOptions options;
   std::size_t workers = 0;
   std::size_t round = 0;    // the policy's round of the batch running now
-  std::size_t batches = 0;  // batches run by this scheduler
   bool shut_down = false;
   runtime::Observer* observer = nullptr;
   Clock::time_point born = Clock::now();
   std::vector<bool> lost;
   std::vector<bool> slow;                // link too slow for a share (RankEvent::slow_link)
   std::vector<Clock::time_point> heard;  // the last message from each rank
+  std::vector<bool> raced;               // the racers of the batch before (greedy mode)
+  std::optional<Clock::time_point> ended;  // when the batch before returned
   std::vector<std::optional<double>> round_trip;  // learned, seconds
   std::vector<std::optional<double>> last_round_trip;
   std::vector<std::optional<Clock::time_point>> ping_sent;  // the outstanding ping
@@ -355,6 +356,7 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
   state_->lost.assign(state_->workers, false);
   state_->slow.assign(state_->workers, false);
   state_->heard.assign(state_->workers, state_->born);
+  state_->raced.assign(state_->workers, false);
   state_->round_trip.assign(state_->workers, std::nullopt);
   state_->last_round_trip.assign(state_->workers, std::nullopt);
   state_->ping_sent.assign(state_->workers, std::nullopt);
@@ -425,7 +427,6 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     s.policy->plan(batch, plan);
     s.round = s.policy->round();
   }
-  ++s.batches;
   plan.check(batch, n, s.policy->name());
   const bool greedy = plan.dispatch() == Dispatch::greedy;
   const bool indexed = !plan.racers().empty() && plan.race_kind() == RaceKind::indexed;
@@ -481,11 +482,17 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
 
   if (greedy) {
     // A greedy rank answers at least once per round (a result or its stop), so silence since
-    // the last message, across rounds, is what makes it overdue.
-    if (s.batches == 1) s.heard.assign(n, start);
+    // the last message, across rounds, is what makes it overdue; but only while it races: from
+    // its start if it did not race in the batch before (it had no share, as when ata-auto
+    // switches plans), and not while the caller was between batches.
     report.round = s.round;
     for (const std::size_t w : plan.racers()) {
       if (s.lost[w]) continue;
+      if (!s.raced[w] || !s.ended) {
+        s.heard[w] = start;
+      } else {
+        s.heard[w] = std::min(start, s.heard[w] + (start - *s.ended));
+      }
       started[w] = true;
       s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
     }
@@ -692,6 +699,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     // The root must not take a worker's core: it sleeps while no answer is expected.
     std::this_thread::sleep_for(s.idle_sleep(shares, Clock::now(), last_progress));
   }
+  s.raced = started;
   // Greedy: each rank's task cut short by the stop, a censored observation (as the simulator
   // and the threads have it): it ran at least the rank's span past the tasks it answered.
   std::vector<std::pair<std::size_t, double>> cut;
@@ -733,6 +741,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   failed_end.end.report = &report;
   failed_end.observer = nullptr;  // told here, while `out` is still this function's
   if (s.observer != nullptr) s.observer->on_batch_end(failed_end.end);
+  s.ended = Clock::now();
   return out;
 }
 

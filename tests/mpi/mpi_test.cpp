@@ -247,6 +247,50 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   refused(one_quota().set_racer(1).set_restart_after(0, 5.0), "restart budgets");
 }
 
+namespace {
+
+// Plays the plan the test sets next: rounds of quotas, then a race, as ata-auto switches.
+class SwitchingPolicy final : public ata::Policy {
+ public:
+  SwitchingPolicy() : Policy(kWorkers) {}
+  [[nodiscard]] std::string_view name() const noexcept override { return "switching"; }
+  ata::Plan next = ata::Plan::quotas(ata::Allocation({4, 2, 0}));
+
+ private:
+  void choose_plan(std::size_t /*batch*/, ata::Plan& out) override { out = next; }
+};
+
+}  // namespace
+
+TEST_CASE("a racer's silence counts only while it races: not between batches, not without work",
+          "[mpi]") {
+  // A greedy rank is overdue after 1 s + 2 x (its mean + rtt) without a word. Silences longer
+  // than that, but with nothing to do: the caller pausing between batches, and rounds of
+  // quotas without a share for rank 3, each followed by a race of every rank.
+  using namespace std::chrono_literals;
+  ata::mpi::RankOptions options;
+  options.deadline_floor = 1s;
+  options.deadline_factor = 2.0;
+  SwitchingPolicy p;
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, p, options);
+  const auto race = ata::Plan::race(kWorkers, std::vector<std::size_t>{0, 1, 2},
+                                    ata::RaceKind::fungible);
+  p.next = race;
+  REQUIRE(accepted(root.run(6, "number", {}).report) == 6);
+  std::this_thread::sleep_for(1500ms);
+  REQUIRE(accepted(root.run(6, "number", {}).report) == 6);
+  p.next = ata::Plan::quotas(ata::Allocation({4, 2, 0}));
+  const auto quiet_since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - quiet_since < 1500ms) {
+    REQUIRE(accepted(root.run(6, "number", {}).report) == 6);
+  }
+  p.next = race;
+  const auto raced = root.run(6, "number", {});
+  REQUIRE(accepted(raced.report) == 6);
+  CHECK(root.events().empty());
+  for (std::size_t w = 0; w < kWorkers; ++w) CHECK_FALSE(root.lost(w));
+}
+
 TEST_CASE("an indexed race runs every index once with or without quotas beside it", "[mpi]") {
   // Pull (an indexed race of every rank) and quotas {2, 0, 0} with ranks 1 and 2 racing for
   // indices 2..6: each index's result is its own, and a quota stays on its rank.

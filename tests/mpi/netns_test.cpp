@@ -2,7 +2,8 @@
 // its own network namespace, TCP between them), mpirun -n 4: rank 0 runs the Catch2 session,
 // ranks 1..3 serve the tasks below (the "linear" preset, slept, 40 us per unit: mean task
 // times 2.3, 4.6 and 7.0 ms). Rank 0 puts the faults on the network itself, by calling
-// scripts/cluster (throttle, link down and up, signal) mid-run.
+// scripts/cluster (throttle, link down and up, signal; delay and loss on a cluster built with
+// the relay) mid-run.
 #include <mpi.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -278,6 +279,100 @@ TEST_CASE("a killed rank is survived across the network under --enable-recovery"
   CHECK(root.lost(0));
   g_shut_down_with_loss = root.shutdown();
   CHECK(*g_shut_down_with_loss);
+}
+
+namespace {
+
+// UTA over the cluster (two of the six tasks on each rank) after 30 usual rounds, logged.
+struct UsualRounds {
+  std::unique_ptr<ata::Policy> uta = policy("uta");
+  ata::mpi::RankScheduler root{MPI_COMM_WORLD, *uta};
+  FaultLog log;
+  UsualRounds() {
+    for (int round = 0; round < 30; ++round) log.usual(run_checked(root, 6));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a fixed delay on a link: learned as its round trip, not as its rank's speed",
+          "[netns][delay]") {
+  REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);  // built with the relay (--delay 0)
+  UsualRounds usual;
+  auto& [uta, root, log] = usual;
+  const double link_before = root.round_trip(0).value();
+  const double mean_before = uta->stats(0).mean();
+
+  // 5 ms each way between rank 1 and every other host, the root included: 10 ms added to each
+  // round trip of its link, four times its 2.3 ms tasks.
+  constexpr double kOneWay = 0.005;
+  REQUIRE(cluster({"delay", "1", "5"}) == 0);
+  std::vector<ata::mpi::RankEvent> events;
+  for (int round = 0; round < 60; ++round) {
+    const auto batch = run_checked(root, 6);
+    log.during(batch);
+    events.insert(events.end(), batch.events.begin(), batch.events.end());
+  }
+  log.print("5 ms each way on rank 1's link, 60 rounds");
+  print(events);
+  const double delayed = root.round_trip(0).value();
+  const double others = std::max(root.round_trip(1).value(), root.round_trip(2).value());
+  const double mean_delayed = uta->stats(0).mean();
+  std::printf("rank 1: round trip %.2f ms before, %.2f ms delayed (others %.2f ms); mean task "
+              "%.3f ms before, %.3f ms delayed\n",
+              1e3 * link_before, 1e3 * delayed, 1e3 * others, 1e3 * mean_before,
+              1e3 * mean_delayed);
+  // Every sample since the change crossed the relay twice (the weight of the older ones is
+  // 0.75^60), so the learned round trip cannot be shorter than the delay there and back.
+  REQUIRE(delayed >= 2 * kOneWay);
+  CHECK(delayed > 2 * others);
+  // Two tasks of 2.3 ms and 10 ms of link: blamed on the rank, its mean would be 7 ms.
+  CHECK(mean_delayed < 1.5 * mean_before);
+  CHECK(mean_delayed > mean_before / 1.5);
+  CHECK_FALSE(has(events, Kind::lost, 1));
+
+  REQUIRE(cluster({"delay", "1", "off"}) == 0);
+  for (int round = 0; round < 60; ++round) log.during(run_checked(root, 6));
+  log.print("delay lifted, 60 rounds");
+  std::printf("rank 1: round trip %.2f ms after the delay\n", 1e3 * root.round_trip(0).value());
+  // The learned round trip follows the link back (weight 0.25 per sample).
+  CHECK(root.round_trip(0).value() < delayed - kOneWay);
+}
+
+TEST_CASE("lost packets: TCP resends them, every round has its B results",
+          "[netns][loss]") {
+  REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);  // built with the relay (--loss 0)
+  UsualRounds usual;
+  auto& [uta, root, log] = usual;
+  std::vector<double> means_before;
+  for (std::size_t w = 0; w < kWorkers; ++w) means_before.push_back(uta->stats(w).mean());
+
+  // 1% of the packets between the root and every rank, both ways (a share of 16 KB is 12
+  // packets, its answer 23).
+  REQUIRE(cluster({"loss", "0", "0.01"}) == 0);
+  std::vector<ata::mpi::RankEvent> events;
+  std::size_t late = 0;
+  std::size_t backups = 0;
+  for (int round = 0; round < 100; ++round) {
+    const auto batch = run_checked(root, 6);
+    log.during(batch);
+    events.insert(events.end(), batch.events.begin(), batch.events.end());
+    late += batch.late_answers;
+    backups += batch.backup_tasks;
+  }
+  REQUIRE(cluster({"loss", "0", "off"}) == 0);
+  log.print("1% loss on every link, 100 rounds");
+  print(events);
+  std::printf("late answers %zu, backup tasks %zu; learned round trips %.2f, %.2f, %.2f ms\n",
+              late, backups, 1e3 * root.round_trip(0).value(), 1e3 * root.round_trip(1).value(),
+              1e3 * root.round_trip(2).value());
+  for (std::size_t w = 0; w < kWorkers; ++w) {
+    INFO("rank " << w + 1 << ": mean " << uta->stats(w).mean() << " s, before "
+                 << means_before[w] << " s");
+    // The ranks measure their own task times: a resent packet is the link's, never the rank's.
+    CHECK(uta->stats(w).mean() < 1.5 * means_before[w]);
+    CHECK(uta->stats(w).mean() > means_before[w] / 1.5);
+  }
 }
 
 TEST_CASE("the root waits for answers without spinning", "[netns][idle]") {

@@ -24,7 +24,9 @@ struct RankOptions {
   /// A share of a tasks on rank r is overdue after floor + factor * (a * m + rtt), m being r's
   /// mean task time as learned by the policy (before r has one, the mean of the ranks that
   /// have one, and before any has one the deadline is first_deadline) and rtt the round trip
-  /// of r's link as the scheduler learned it (RankScheduler::round_trip(); 0 before any).
+  /// of r's link as the scheduler learned it (RankScheduler::round_trip(); 0 before any). A
+  /// racer of a fungible race is overdue after floor + factor * (m + rtt) without a word,
+  /// counted across its rounds of racing (not between batches, nor in rounds it sat out).
   double deadline_factor = 8.0;
   std::chrono::nanoseconds deadline_floor = std::chrono::milliseconds(200);
   std::chrono::nanoseconds first_deadline = std::chrono::seconds(2);
