@@ -117,6 +117,8 @@ struct TrainingRun {
   std::vector<double> learned_means;
   /// The first and last config.traced_rounds rounds' task records (runtime::TraceRecorder).
   std::vector<runtime::TracedBatch> traced;
+  /// A stream strategy's stream, its first and last config.traced_rounds x B tasks.
+  std::vector<runtime::TracedStream> traced_streams;
   /// With config.record_learning: round 1, then every max_rounds / kMaxLearningPoints rounds.
   std::vector<LearnedPoint> learning;
   /// For ata-auto: the plans it played (sim::played_plans()); empty for other strategies.

@@ -357,7 +357,10 @@ int run(const Options& o, Method method, const char* program, const Trainer& tra
     std::printf("wrote %s\n", o.csv_path.c_str());
   }
   std::vector<runtime::TracedProcess> traced;
-  for (auto& r : runs) traced.push_back({r.name, config.scenario.workers(), std::move(r.traced)});
+  for (auto& r : runs) {
+    traced.push_back({r.name, config.scenario.workers(), std::move(r.traced),
+                      std::move(r.traced_streams)});
+  }
   if (!o.trace_path.empty()) apps::write_trace(o.trace_path, traced);
   if (!o.plot_dir.empty()) {
     const std::string where = config.scenario.name() +

@@ -175,10 +175,6 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
       }
     }
   }
-  if (streams && !o.trace_path.empty()) {
-    throw apps::UsageError("--trace: the ringmaster strategies' streams are not traced yet; leave "
-                           "them out of --strategies or run them without --trace");
-  }
   o.lanes = lanes == "asio" ? LaneKind::asio : lanes == "tbb" ? LaneKind::tbb : LaneKind::threads;
   for (const auto cpu : apps::numbers_of(cpus)) o.cpus.push_back(static_cast<unsigned>(cpu));
   for (const auto factor : apps::numbers_of(work_factors)) o.work_factors.push_back(factor);

@@ -101,6 +101,10 @@ TrainingRun train_stream(const Problem& problem, const TrainingConfig& config,
   lanes_config.scenario = stream_scenario(config.scenario, config.batch);
   TrainingLanes lanes(lanes_config);
   runtime::TaskStream stream(lanes.lanes());
+  // One stream per run: the trace keeps its first and last config.traced_rounds x B tasks.
+  const std::size_t traced_tasks = config.traced_rounds * config.batch;
+  runtime::TraceRecorder recorder(1, 0, runtime::StreamTraceBound{traced_tasks, traced_tasks});
+  if (config.traced_rounds > 0) stream.set_observer(&recorder);
 
   // The oracle's true means, in seconds, as the lanes' changes strike them.
   const double unit = seconds(config.unit);
@@ -260,6 +264,7 @@ TrainingRun train_stream(const Problem& problem, const TrainingConfig& config,
 
   const runtime::StreamReport report = stream.run(task, consumer, options);
   lanes.check_pinned();
+  if (config.traced_rounds > 0) run.traced_streams = recorder.streams();
   run.rounds = run.gradients_applied;
   run.wall_seconds = end_time.value_or(report.wall);
   run.worker_seconds = done_work;

@@ -190,9 +190,6 @@ TEST_CASE("ata-sgd's and ata-prox's stream flags refuse what they cannot use",
                ContainsSubstring("--stops: applies to the ringmaster strategies only"));
     CHECK_THAT(training_error(method, {"--delay-threshold", "4"}),
                ContainsSubstring("--delay-threshold: applies to the ringmaster strategies only"));
-    CHECK_THAT(training_error(method, {"--strategies", "ringmaster-oracle", "--delay-threshold", "4",
-                                       "--trace", "t.json"}),
-               ContainsSubstring("--trace: the ringmaster strategies' streams are not traced yet"));
     CHECK_THAT(training_error(method, {"--strategies", "ringmaster:3", "--delay-threshold", "4"}),
                ContainsSubstring("ringmaster:3"));
   }

@@ -145,16 +145,23 @@ grep -qF '"played_plans"' "$work/heavy-run.json" || fail "JSON lacks played_plan
 expect_error "--delay-threshold: required by the ringmaster strategies" --strategies ringmaster
 expect_refused_before_run
 expect_error "--stops: applies to the ringmaster strategies only" --stops off
-expect_error "--trace: the ringmaster strategies' streams are not traced yet" \
-  --strategies ringmaster-ata --delay-threshold 4 --trace "$work/stream-trace.json"
-expect_refused_before_run
 expect_error "--delay-threshold 1000000000 points of 100 numbers (the model's last R versions) need" \
   --problem least-squares --cols 100 --rows 200 --strategies ringmaster --delay-threshold 1000000000
 expect_refused_before_run
 "$program" --problem least-squares --rows 200 --cols 5 --workers 4 --scenario sqrt --unit-us 1 --batch 6 \
   --rounds 3000 --target-gap 0.05 --delay-threshold 4 --stream-step 0.1 \
-  --strategies ringmaster,ringmaster-ata,ringmaster-oracle --json "$work/stream.json" >"$work/out" ||
-  fail "streams: $(tail -n2 "$work/out")"
+  --strategies ringmaster,ringmaster-ata,ringmaster-oracle --json "$work/stream.json" \
+  --trace "$work/stream-trace.json" >"$work/out" || fail "streams: $(tail -n2 "$work/out")"
+# The trace holds each stream's tasks on their workers' tracks, the stale ones marked.
+python3 - "$work/stream-trace.json" <<'PY' || fail "stream trace: see above"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+streams = [e for e in events if e.get("ph") == "X" and e["name"].startswith("stream ")]
+tasks = [e for e in events if e.get("ph") == "X" and "stream" in e.get("args", {}) and e["name"].startswith("task ")]
+assert len(streams) == 3, f"{len(streams)} stream slices, not one per strategy"
+assert tasks and all("version" in e["args"] and "delay" in e["args"] for e in tasks), "no stream task slices"
+assert any("(stopped)" in e["name"] or "(rejected)" in e["name"] for e in tasks), "no stale task marked"
+PY
 grep -qF "Asynchronous streams (R = 4, stops on" "$work/out" || fail "no stream table: $(cat "$work/out")"
 for key in '"name": "ringmaster-ata"' '"stream": true' '"stale_share"' '"gradients_applied"' \
            '"tasks_stopped"' '"delay_threshold": 4' '"stops": true' '"stream_step": 0.1'; do

@@ -1,6 +1,7 @@
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <atomic>
 
 #include <cstddef>
 #include <prometheus/registry.h>
@@ -12,6 +13,7 @@
 
 #include "ata/ata.hpp"
 #include "ata/metrics/prometheus_observer.hpp"
+#include "support/eventually.hpp"
 #include "support/without_backups.hpp"
 
 using namespace std::chrono_literals;
@@ -129,12 +131,17 @@ TEST_CASE("a stream's tasks are counted by outcome, rejected, stale stops and du
   rt::WorkerPool pool(2);
   rt::TaskStream stream(pool);
   stream.set_observer(&metrics);
-  // Worker 1 waits for its stop: a stale stop once worker 0 advanced twice. Every seventh task
-  // of worker 0 throws; the consumer rejects those and the stopped ones.
+  // Worker 1 waits for its stop: a stale stop once worker 0 advanced twice (worker 0 waits for
+  // worker 1's first task to start, which could otherwise come after the last version). Every
+  // seventh task of worker 0 throws; the consumer rejects those and the stopped ones.
+  std::atomic<bool> slow_started{false};
   const auto report = stream.run(
-      [](const rt::StreamContext& ctx) {
+      [&](const rt::StreamContext& ctx) {
         if (ctx.worker() == 1) {
+          slow_started = true;
           while (!ctx.stop_requested()) std::this_thread::sleep_for(20us);
+        } else if (!ata::testing::eventually([&] { return slow_started.load(); })) {
+          throw std::runtime_error("worker 1 never started");
         } else if (ctx.task() % 7 == 3) {
           throw std::runtime_error("task");
         }
