@@ -89,11 +89,6 @@ double TrainingRun::stale_share() const noexcept {
   return ata::stale_share(gradients_applied, gradients_discarded, tasks_stopped);
 }
 
-std::vector<std::string> stream_strategies() {
-  const auto names = stream_strategy_names();
-  return {names.begin(), names.end()};
-}
-
 std::vector<double> true_means_seconds(const TrainingConfig& config) {
   return config.scenario.scaled(seconds(config.unit)).means();
 }

@@ -141,9 +141,6 @@ struct TrainingRun {
   [[nodiscard]] double stale_share() const noexcept;
 };
 
-/// The names train() accepts beyond make_policy()'s: the stream strategies.
-[[nodiscard]] std::vector<std::string> stream_strategies();
-
 /// Trains with `strategy` (a make_policy() name, or a stream strategy) on fresh lanes built
 /// from config (its kind, scenario, CPUs and work factors).
 /// A stream strategy runs a runtime::TaskStream: each task computes one stochastic gradient

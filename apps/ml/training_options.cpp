@@ -118,7 +118,8 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
                  "the M fastest workers); the asynchronous streams ringmaster (every worker), "
                  "ringmaster-ata (learned selection), ringmaster-oracle (selection from the "
                  "scenario's means), with --delay-threshold (docs/async.md)")
-      ->check(apps::strategy_list(stream_strategies()));
+      ->check(apps::strategy_list(
+          std::vector<std::string>(stream_strategy_names().begin(), stream_strategy_names().end())));
   app.add_option("--alpha", o.alpha,
                  "ATA's alpha in microseconds (default: the largest mean task time)")
       ->check(apps::kPositiveNumber);
