@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -93,15 +94,21 @@ void check_acceptance(std::string_view body, const EstimateLimits& limits,
   if (body.size() > limits.max_body) finding("accepted a body over the size limit");
   const auto document = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!document.is_object()) finding("accepted a body that is not a JSON object");
-  // The JSON parser reads every whole number >= 0 as unsigned, every negative one as signed.
+  // The JSON parser reads every whole number >= 0 as unsigned, every negative one as signed,
+  // and -0 as a signed 0.
+  const auto whole = [](const nlohmann::json& value) -> std::optional<std::uint64_t> {
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (value.is_number_integer() && value.get<std::int64_t>() == 0) return 0;
+    return std::nullopt;
+  };
   for (const auto& [key, value] : document.items()) {
     if (key == "samples") {
-      if (!value.is_number_unsigned() || value.get<std::uint64_t>() != request.samples) {
+      if (whole(value) != request.samples) {
         finding("accepted samples " + std::to_string(request.samples) + " but the body says " +
                 value.dump());
       }
     } else if (key == "seed") {
-      if (!value.is_number_unsigned() || request.seed != value.get<std::uint64_t>()) {
+      if (!whole(value) || request.seed != whole(value)) {
         finding("accepted a seed that is not the body's " + value.dump());
       }
     } else {
