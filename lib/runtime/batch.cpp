@@ -639,10 +639,11 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     for (std::size_t i = 0; i < workers; ++i) {
       for (const RanTask& r : logs_[i].ran) {
         slot_of_task[r.task] = r.slot;
+        if (r.slot != kDiscarded) continue;
         // A copy that started before the B-th result and ended after it was running then: it
         // ran at least until then.
         const auto until = elapsed(r.start, last_result_);
-        if (r.slot == kDiscarded && until.count() > 0 && until <= r.duration) {
+        if (until.count() > 0 && until <= r.duration) {
           surplus_.push_back({i, std::chrono::duration<double>(until).count()});
         }
       }
