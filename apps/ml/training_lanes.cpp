@@ -205,14 +205,14 @@ struct AsioParts final : TrainingLanes::Parts {
   std::optional<runtime::AsioLanes> asio_lanes;
 };
 
-// One arena of concurrency 1 per worker (no slot for application threads: the lanes enqueue),
-// its threads pinned while they are in it. Destroyed in reverse: observers, lanes, arenas.
+// One arena of concurrency 1 per worker, its slot reserved for the lane's own thread, which is
+// pinned while it is in the arena. Destroyed in reverse: observers, lanes, arenas.
 struct ArenaParts final : TrainingLanes::Parts {
   explicit ArenaParts(const TrainingConfig& config) {
     const std::size_t n = config.scenario.workers();
     std::vector<oneapi::tbb::task_arena*> pointers;
     for (std::size_t i = 0; i < n; ++i) {
-      arenas.push_back(std::make_unique<oneapi::tbb::task_arena>(1, 0));
+      arenas.push_back(std::make_unique<oneapi::tbb::task_arena>(1, 1));
       pointers.push_back(arenas.back().get());
     }
     arena_lanes.emplace(pointers, pool_options(config, false));

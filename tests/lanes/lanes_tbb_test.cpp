@@ -19,6 +19,7 @@ using LaneKinds = std::tuple<ata::testing::ArenasFromConstraints, ata::testing::
 #define ATA_LANES_TAG "[tbb]"
 #define ATA_LANES_PREFIX "arena lanes: "
 #include "lanes/lane_scenarios.hpp"
+#include "support/child_test.hpp"
 #include "support/without_backups.hpp"
 
 namespace ata::testing::lanes {
@@ -48,10 +49,10 @@ TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB insid
   for (std::size_t j = 0; j < 12; ++j) CHECK(result.values[j]);
 }
 
-// [serial]: five TBB workers must run at once on two cores; under a parallel ctest with
-// sanitizers, other tests' threads once kept one of them from starting within 10 s, and under
-// ASan on a loaded machine (load average 5) one started after more than 10 s even alone. The
-// wait is a hang guard, not a time limit: 100 s, within the target's CTest timeout.
+// [serial]: five lanes must run at once on two cores. While the lanes enqueued their runs,
+// TBB now and then left one waiting until another's task ended (1 run in 15: see the
+// process-after-process test below), which earlier notes here took for load. The wait is a
+// hang guard, not a time limit: 100 s, within the target's CTest timeout.
 TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
           "[lanes][tbb][serial]") {
   const std::size_t before = thread_limit();
@@ -79,6 +80,43 @@ TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
   }
   // The limit is TBB's own again once the lanes are gone.
   CHECK(thread_limit() == before);
+}
+
+// Lanes of concurrency 2 and 1 on fresh arenas in two sets, each set's batch started by a
+// thread of its own, every task waiting until all five run; in a process of its own (TBB's
+// first workers), started by the test below.
+TEST_CASE("arena lanes: five fresh lanes in two sets all run at once", "[.][tbb-child]") {
+  ArenasFromConstraints kind;
+  auto small = kind.make(rt::PoolOptions(2));
+  auto large = kind.make(rt::PoolOptions(3));
+  std::atomic<int> inside = 0;
+  const auto task = [&](const rt::TaskContext&) {
+    inside.fetch_add(1);
+    return eventually([&] { return inside.load() == 5; }, std::chrono::seconds(20));
+  };
+  ata::UniformPolicy two(2);
+  ata::UniformPolicy three(3);
+  rt::BatchScheduler on_small(*small, two, ata::testing::without_backups());
+  rt::BatchScheduler on_large(*large, three, ata::testing::without_backups());
+  auto first = std::async(std::launch::async, [&] { return on_small.run(2, task); });
+  const auto second = on_large.run(3, task);
+  for (bool all : first.get().values) REQUIRE(all);
+  for (bool all : second.values) REQUIRE(all);
+}
+
+// Enqueued into their arenas (task_arena::enqueue), lanes' runs waited for TBB to send a
+// worker, and oneTBB 2021.8 sometimes sent none: an arena of concurrency 2 whose spare worker
+// found nothing to do withdrew its demand while its first worker was still busy, TBB then
+// counted too few workers to wake a sleeping one, and a lane started only once another lane's
+// task ended. It happened in 1 process in 15 to 100 (the test above, the engine tests, this
+// one), in a process's first batches: hence fresh processes; 5 runs in 6 of this test failed.
+// A process that hangs is killed after 60 s.
+TEST_CASE("arena lanes: every lane runs at once, process after process", "[lanes][tbb][stress]") {
+  constexpr int kProcesses = 150;
+  for (int process = 0; process < kProcesses; ++process) {
+    CAPTURE(process);
+    REQUIRE(run_child_test("[tbb-child]", std::chrono::seconds(60)) == "");
+  }
 }
 
 // Reading the topology loads libtbbbind with RTLD_DEEPBIND, which AddressSanitizer's runtime

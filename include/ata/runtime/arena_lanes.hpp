@@ -8,10 +8,17 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "ata/core/error.hpp"
@@ -81,11 +88,115 @@ class ArenaThreadLimit {
   const std::size_t threads_;
 };
 
-// The arenas ArenaLanes made and its share of TBB's threads. A base class declared before
-// PostedLanes, so that the lanes shut down before the arenas and the threads go.
+// A lane's own thread, which enters the lane's arena (task_arena::execute) to run the runs the
+// lane posts. Enqueued into the arena instead, a run waits for TBB to send a worker, and
+// oneTBB 2021.8 sometimes sent none: an arena of concurrency 2 whose spare worker found nothing
+// to do withdrew its demand while its first worker was still busy in a long task, TBB then
+// counted too few workers to wake a sleeping one for the next arena, and that lane's task
+// started only once another lane's ended (1 process in 15 of a test with 5 lanes of
+// concurrency 2 and 1). Like WorkerPool's threads, it polls `idle_spin` for the next run
+// before it leaves the arena and sleeps: waking a thread costs more than a small batch.
+class ArenaEntry {
+ public:
+  // Starts the thread. `arena` stays alive as long as the thread needs it.
+  ArenaEntry(std::shared_ptr<oneapi::tbb::task_arena> arena, std::size_t lane,
+             std::chrono::nanoseconds idle_spin)
+      : state_(std::make_shared<State>()) {
+    try {
+      thread_ = std::thread([state = state_, arena = std::move(arena), idle_spin] {
+        serve(*state, *arena, idle_spin);
+      });
+    } catch (const std::system_error&) {
+      throw Error("oneTBB arena lane set: could not start the thread of lane " +
+                  std::to_string(lane) + " (the system refused a new thread)");
+    }
+  }
+  // Runs what was posted, then stops the thread. Inside the thread's own run (a task
+  // destroying its lanes), leaves it to end when that run returns.
+  ~ArenaEntry() {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->stopping = true;
+    }
+    state_->changed.notify_one();
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+  }
+  ArenaEntry(const ArenaEntry&) = delete;
+  ArenaEntry& operator=(const ArenaEntry&) = delete;
+
+  // Thread-safe. Throws std::bad_alloc (the lane then fails its queued batches).
+  void post(std::function<void()> work) {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->posted.push_back(std::move(work));
+      state_->pending.store(state_->posted.size(), std::memory_order_release);
+    }
+    state_->changed.notify_one();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<std::function<void()>> posted;  // guarded by mutex
+    std::atomic<std::size_t> pending{0};       // posted.size(), for polling without the lock
+    bool stopping = false;                     // guarded by mutex
+  };
+
+  static void serve(State& state, oneapi::tbb::task_arena& arena,
+                    std::chrono::nanoseconds idle_spin) {
+    for (;;) {
+      {
+        std::unique_lock lock(state.mutex);
+        state.changed.wait(lock, [&] { return state.stopping || !state.posted.empty(); });
+        if (state.posted.empty()) return;
+      }
+      arena.execute([&] { run_while_busy(state, idle_spin); });
+    }
+  }
+
+  // Inside the arena: runs what is posted until nothing came for `idle_spin`.
+  static void run_while_busy(State& state, std::chrono::nanoseconds idle_spin) {
+    for (;;) {
+      std::function<void()> work;
+      {
+        std::lock_guard lock(state.mutex);
+        if (!state.posted.empty()) {
+          work = std::move(state.posted.front());
+          state.posted.pop_front();
+          state.pending.store(state.posted.size(), std::memory_order_relaxed);
+        } else if (state.stopping) {
+          return;
+        }
+      }
+      if (work) {
+        work();  // a posted run does not throw; it is outstanding until its copy is gone
+        work = nullptr;
+        continue;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + idle_spin;
+      while (state.pending.load(std::memory_order_acquire) == 0) {
+        if (std::chrono::steady_clock::now() >= deadline) return;
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+// The arenas ArenaLanes made, its share of TBB's threads and its lanes' threads. A base class
+// declared before PostedLanes, so that the lanes shut down before their threads stop, the
+// arenas go and the thread limit falls.
 struct ArenaLanesResources {
-  std::vector<std::unique_ptr<oneapi::tbb::task_arena>> owned;
+  std::vector<std::shared_ptr<oneapi::tbb::task_arena>> owned;
   std::unique_ptr<ArenaThreadLimit> threads;
+  std::vector<std::unique_ptr<ArenaEntry>> entries;  // entries[i] runs lane i
 };
 }  // namespace detail
 
@@ -102,19 +213,23 @@ struct ArenaLanesResources {
 /// ata::runtime::BatchScheduler scheduler(lanes, policy);
 /// @endcode
 ///
-/// Lane i enqueues its chunks into arena i (task_arena::enqueue), one at a time; a chunk runs
-/// its tasks in a row on one of the arena's threads, and whatever TBB parallelism a task uses
-/// inside (parallel_for, task_group...) runs in the same arena, on its share of the machine.
-/// Arenas made from constraints reserve no slot for application threads, and the lanes raise
-/// TBB's thread limit (one tbb::global_control shared by the ArenaLanes alive, sized for all
-/// their arenas) so that every lane has a worker thread: on a 2-core machine TBB would
-/// otherwise start one. A lower max_allowed_parallelism of your own still wins (TBB obeys
-/// the smallest): lanes then wait for threads, as tasks of a busy arena do. Arenas you supply must
-/// outlive the lanes and should reserve no slot for masters (task_arena(concurrency, 0)): enqueued
-/// work runs on TBB's worker threads only. See PostedLanes for ordering and shutdown.
+/// Lane i has a thread of its own that enters arena i (task_arena::execute) to run the lane's
+/// chunks, one at a time; a chunk runs its tasks in a row there, and whatever TBB parallelism
+/// a task uses inside (parallel_for, task_group...) runs in the same arena, on its share of the
+/// machine, with TBB's worker threads joining it. The lane never waits for TBB to send a worker
+/// (oneTBB 2021.8 could starve an arena so, see detail::ArenaEntry). Arenas made from
+/// constraints reserve their one slot for application threads for the lane's thread. The lanes
+/// raise TBB's thread limit (one tbb::global_control shared by the ArenaLanes alive, sized for
+/// all their arenas) so that every arena can run at its full concurrency: on a 2-core machine
+/// TBB would otherwise start one worker. A lower max_allowed_parallelism of your own still wins
+/// (TBB obeys the smallest): tasks then get fewer helpers. Arenas you supply must outlive the
+/// lanes; with a slot reserved for application threads (task_arena(concurrency, 1)) the lane's
+/// thread enters at once, without one it takes a free slot, or waits for one while TBB's workers
+/// hold them all. See PostedLanes for ordering and shutdown.
 ///
 /// Thread-safety: as Lanes. Debian's oneTBB is not built for ThreadSanitizer: the lanes'
-/// own synchronisation is the posted lanes' (tested under TSan with other launchers).
+/// own synchronisation is the posted lanes' (tested under TSan with other launchers) and a
+/// queue per lane thread.
 class ArenaLanes final : private detail::ArenaLanesResources, public PostedLanes {
  public:
   /// One lane per arena made from `parts`, without slowdown. Throws ata::InvalidArgument for
@@ -131,58 +246,75 @@ class ArenaLanes final : private detail::ArenaLanesResources, public PostedLanes
       : ArenaLanes(arenas, PoolOptions(arenas.empty() ? 1 : arenas.size())) {}
   /// One lane per arena you supply, with the slowdowns and seed of `options`.
   ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas, const PoolOptions& options)
-      : ArenaLanes(detail::ArenaLanesResources{}, arenas, options) {}
-  /// Shuts down, and waits until the arenas ran the lanes' work still in them (it only finds
-  /// the lanes stopped), so that the arenas may go next and nothing of the lanes is left in
-  /// TBB's queues. Inside one of the lanes' tasks, waits for the other lanes only.
+      : ArenaLanes(detail::ArenaLanesResources{}, borrowed(arenas), options) {}
+  /// Shuts down, and waits until the lanes' threads ran the lanes' runs still posted to them
+  /// (they only find the lanes stopped), so that the arenas may go next. Inside one of the
+  /// lanes' tasks, waits for the other lanes only.
   ~ArenaLanes() override { shut_down_and_drain(); }
   ArenaLanes(const ArenaLanes&) = delete;
   ArenaLanes& operator=(const ArenaLanes&) = delete;
 
  private:
-  ArenaLanes(detail::ArenaLanesResources&& resources, const PoolOptions& options)
-      : ArenaLanes(std::move(resources), pointers(resources), options) {}
-  ArenaLanes(detail::ArenaLanesResources&& resources,
-             const std::vector<oneapi::tbb::task_arena*>& arenas, const PoolOptions& options)
-      : detail::ArenaLanesResources{std::move(resources.owned), threads_for(arenas)},
-        PostedLanes(launchers(arenas), options, "oneTBB arena lane set") {}
+  using Arena = oneapi::tbb::task_arena;
+  using SharedArenas = std::vector<std::shared_ptr<Arena>>;
 
-  static detail::ArenaLanesResources made(
-      const std::vector<oneapi::tbb::task_arena::constraints>& parts) {
+  ArenaLanes(detail::ArenaLanesResources&& resources, const PoolOptions& options)
+      : ArenaLanes(std::move(resources), resources.owned, options) {}
+  // `arenas` by value: it may be a copy of the `owned` that the first member takes.
+  ArenaLanes(detail::ArenaLanesResources&& resources, SharedArenas arenas,
+             const PoolOptions& options)
+      : detail::ArenaLanesResources{std::move(resources.owned), threads_for(arenas),
+                                    entries_for(arenas, options.idle_spin())},
+        PostedLanes(launchers(entries), options, "oneTBB arena lane set") {}
+
+  // One slot reserved for application threads: the lane's thread enters at once.
+  static detail::ArenaLanesResources made(const std::vector<Arena::constraints>& parts) {
     if (parts.empty()) throw InvalidArgument("oneTBB arena lane set needs at least one part");
     detail::ArenaLanesResources out;
     out.owned.reserve(parts.size());
-    for (const auto& part : parts) {
-      out.owned.push_back(std::make_unique<oneapi::tbb::task_arena>(part, 0));
-    }
+    for (const auto& part : parts) out.owned.push_back(std::make_shared<Arena>(part, 1));
     return out;
   }
-  static std::vector<oneapi::tbb::task_arena*> pointers(const detail::ArenaLanesResources& r) {
-    std::vector<oneapi::tbb::task_arena*> out;
-    for (const auto& arena : r.owned) out.push_back(arena.get());
-    return out;
-  }
-  // Every lane may run a chunk at once, each on a TBB worker thread, plus the threads tasks
-  // use inside their arenas. Raised before the lanes post anything to the arenas.
-  static std::unique_ptr<detail::ArenaThreadLimit> threads_for(
-      const std::vector<oneapi::tbb::task_arena*>& arenas) {
-    std::size_t wanted = 0;
-    for (auto* arena : arenas) {
-      if (arena == nullptr) continue;
-      wanted += static_cast<std::size_t>(std::max(arena->max_concurrency(), 1));
-    }
-    return std::make_unique<detail::ArenaThreadLimit>(wanted);
-  }
-  static std::vector<Launcher> launchers(const std::vector<oneapi::tbb::task_arena*>& arenas) {
+  // The user's arenas, not owned.
+  static SharedArenas borrowed(const std::vector<Arena*>& arenas) {
     if (arenas.empty()) throw InvalidArgument("oneTBB arena lane set needs at least one arena");
-    std::vector<Launcher> out;
+    SharedArenas out;
     out.reserve(arenas.size());
     for (std::size_t i = 0; i < arenas.size(); ++i) {
       if (arenas[i] == nullptr) {
         throw InvalidArgument("oneTBB arena lane set: arena " + std::to_string(i) + " is null");
       }
-      out.emplace_back(
-          [arena = arenas[i]](std::function<void()> work) { arena->enqueue(std::move(work)); });
+      out.push_back(std::shared_ptr<Arena>(arenas[i], [](Arena*) {}));
+    }
+    return out;
+  }
+  // Every arena may run at its full concurrency on TBB's workers (they join the lanes' threads
+  // in the tasks' own parallelism, and run a lane whose thread found no free slot). Raised
+  // before the lanes post anything.
+  static std::unique_ptr<detail::ArenaThreadLimit> threads_for(const SharedArenas& arenas) {
+    std::size_t wanted = 0;
+    for (const auto& arena : arenas) {
+      wanted += static_cast<std::size_t>(std::max(arena->max_concurrency(), 1));
+    }
+    return std::make_unique<detail::ArenaThreadLimit>(wanted);
+  }
+  static std::vector<std::unique_ptr<detail::ArenaEntry>> entries_for(
+      const SharedArenas& arenas, std::chrono::nanoseconds idle_spin) {
+    std::vector<std::unique_ptr<detail::ArenaEntry>> out;
+    out.reserve(arenas.size());
+    for (std::size_t i = 0; i < arenas.size(); ++i) {
+      out.push_back(std::make_unique<detail::ArenaEntry>(arenas[i], i, idle_spin));
+    }
+    return out;
+  }
+  static std::vector<Launcher> launchers(
+      const std::vector<std::unique_ptr<detail::ArenaEntry>>& entries) {
+    std::vector<Launcher> out;
+    out.reserve(entries.size());
+    for (const auto& entry : entries) {
+      out.emplace_back([entry = entry.get()](std::function<void()> work) {
+        entry->post(std::move(work));
+      });
     }
     return out;
   }
