@@ -478,9 +478,6 @@ TrainingConfig make_training_config(const TrainingOptions& o, Method method) {
   config.backups = BackupOptions{}.set_mode(parse_backup_mode(o.backups));
   config.objective.work_price = o.work_price;
   config.policy.race = apps::ata_auto_race(o.ata_auto_race);
-  // The thread runtime refuses restart budgets in a fungible race (it runs them in quota plans
-  // and indexed races): ata-auto leaves them out of its candidates there.
-  config.policy.race_restarts = config.policy.race != RaceKind::fungible;
   config.policy.objective = config.objective;  // what ata-auto's plans minimise
   config.stream.delay_threshold = o.delay_threshold;
   config.stream.stops = o.stops == "on";

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ata/core/error.hpp"
+#include "runtime/durations.hpp"
 
 namespace ata::runtime::detail {
 
@@ -59,6 +60,11 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     // Any B results will do: each of them may take retries + 1 attempts.
     const std::size_t most = std::numeric_limits<std::size_t>::max();
     failures_allowed_ = recovery->retries > most / batch_ ? most : recovery->retries * batch_;
+    if (!recovery->restart_after.empty() && recovery->timer != nullptr) {
+      racers_ = std::make_unique<RacerSample[]>(workers);
+      restart_after_ = recovery->restart_after;
+      restart_timer_ = recovery->timer;
+    }
   }
   if (recovery && tracks(mode_)) {
     tracked_ = make_tracked(std::move(*recovery), workers, batch);
@@ -347,7 +353,7 @@ void Batch::summarise(std::size_t worker) {
   } else {
     log.summary = summary_of([&](auto&& visit) {
       for (const RanTask& r : log.ran) {
-        if (r.slot != kDiscarded) visit(r.duration);
+        if (r.slot < kRestarted) visit(r.duration);
       }
     });
   }
@@ -477,6 +483,10 @@ void Batch::run_pull(Lane& worker, TaskContext& ctx) {
 }
 
 void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
+  if (racers_) {
+    run_greedy_restarting(worker, ctx);
+    return;
+  }
   const std::size_t i = worker.index();
   auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.
@@ -512,6 +522,102 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
       record(i, {task, duration, kDiscarded, started});
     }
   }
+}
+
+void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
+  const std::size_t i = worker.index();
+  RacerSample& me = racers_[i];
+  const double budget = restart_after_[i];
+  auto since = clock_.now();
+  // Whatever ends the loop, no timer stays armed for this lane.
+  struct Disarm {
+    RacerSample& me;
+    DeadlineTimer& timer;
+    ~Disarm() {
+      std::lock_guard lock(me.mutex);
+      if (me.sample % 2 == 1) ++me.sample;
+      if (me.timer) timer.cancel(*std::exchange(me.timer, std::nullopt));
+    }
+  } disarm{me, *restart_timer_};
+  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested()) {
+    const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(me.mutex);
+      // A stopped sample's source stays stopped: the next sample gets a fresh one.
+      if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
+      me.restarting = false;
+      const std::uint64_t sample = ++me.sample;  // odd: running
+      ctx.stop_ = me.stop.get_token();
+      const auto when = saturating_after(DeadlineTimer::Clock::now(), budget);
+      if (when != DeadlineTimer::Clock::time_point::max()) {
+        try {
+          me.timer = restart_timer_->schedule(when, [weak = weak_from_this(), i, sample] {
+            if (const auto self = weak.lock()) self->restart_sample(i, sample);
+          });
+        } catch (...) {
+          // No timer thread or no memory: this sample runs to its end.
+        }
+      }
+    }
+    // The batch's stop (its B-th result, or its decision) stops the sample too.
+    const std::stop_callback forward(stop_.get_token(),
+                                     [stop = me.stop]() mutable { stop.request_stop(); });
+    std::chrono::nanoseconds duration{0};
+    const auto started = since;
+    std::exception_ptr error;
+    try {
+      duration = run_task(worker, ctx, task, since);
+    } catch (...) {
+      error = std::current_exception();  // run_task recorded it, discarded
+    }
+    bool restarted = false;
+    {
+      std::lock_guard lock(me.mutex);
+      ++me.sample;  // even: none runs, and the timer's call for this one does nothing
+      restarted = me.restarting;
+      if (me.timer) restart_timer_->cancel(*std::exchange(me.timer, std::nullopt));
+    }
+    if (restarted) {
+      // Stopped at its budget: whatever it ended with is discarded, and a fresh sample starts.
+      auto& ran = logs_[i].ran;
+      if (!error) {
+        record(i, {task, duration, kRestarted, started});
+      } else if (!ran.empty() && ran.back().task == task) {
+        ran.back().slot = kRestarted;  // run_task recorded it as discarded
+      }
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (error) {
+      // As in run_greedy: surplus once B results are in, else a failure unless retries remain.
+      if (accepted_.load(std::memory_order_relaxed) < batch_ &&
+          failures_.fetch_add(1, std::memory_order_relaxed) >= failures_allowed_) {
+        std::rethrow_exception(error);
+      }
+      continue;
+    }
+    const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
+    if (slot < batch_) {
+      body_.accept(i, slot);
+      record(i, {task, duration, slot, started});
+      if (slot + 1 == batch_) {
+        last_result_ = since;
+        stop_.request_stop();
+        close();
+      }
+    } else {
+      record(i, {task, duration, kDiscarded, started});
+    }
+  }
+}
+
+void Batch::restart_sample(std::size_t lane, std::uint64_t sample) noexcept {
+  RacerSample& racer = racers_[lane];
+  std::lock_guard lock(racer.mutex);
+  if (racer.sample != sample) return;  // it ended, or a later one runs
+  racer.timer.reset();                 // fired
+  racer.restarting = true;
+  racer.stop.request_stop();
 }
 
 bool Batch::results_complete() const noexcept {
@@ -625,7 +731,7 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   for (std::size_t i = 0; i < workers; ++i) {
     std::chrono::nanoseconds busy{0};
     for (const RanTask& r : logs_[i].ran) {
-      const bool kept = r.slot != kDiscarded;
+      const bool kept = r.slot < kRestarted;
       report.tasks[r.task] =
           TaskRecord{r.task, i, r.duration, kept, elapsed(origin_ticks_, r.start)};
       busy += r.duration;
@@ -636,9 +742,14 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
   report.allocation = Allocation(std::move(accepted));
   if (mode_ == Dispatch::greedy) {
     report.retries = std::min(failures_.load(std::memory_order_relaxed), failures_allowed_);
+    report.restarts = restarts_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < workers; ++i) {
       for (const RanTask& r : logs_[i].ran) {
         slot_of_task[r.task] = r.slot;
+        if (r.slot == kRestarted) {
+          surplus_.push_back({i, std::chrono::duration<double>(r.duration).count()});
+          continue;
+        }
         if (r.slot != kDiscarded) continue;
         // A copy that started before the B-th result and ended after it was running then: it
         // ran at least until then.
@@ -650,7 +761,7 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     }
     slot_order.reserve(batch_);
     for (std::size_t slot : slot_of_task) {
-      if (slot != kDiscarded) slot_order.push_back(slot);
+      if (slot < kRestarted) slot_order.push_back(slot);
     }
   }
 }

@@ -178,6 +178,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
  private:
   static constexpr std::size_t kDiscarded = std::numeric_limits<std::size_t>::max();
+  // A fungible racer's sample stopped at its restart budget: discarded, its time censored.
+  static constexpr std::size_t kRestarted = kDiscarded - 1;
   // Chunk timing: tasks run per call of TaskBody::execute_range between backlog updates.
   static constexpr std::size_t kSettleEvery = 16;
   // Tracked chunks: a lane claims at most this much expected work (or kMaxChunk tasks) at once.
@@ -191,7 +193,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   struct RanTask {
     std::size_t task;
     std::chrono::nanoseconds duration;
-    std::size_t slot;        // where its result went, or kDiscarded
+    std::size_t slot;        // where its result went, or kDiscarded or kRestarted
     TaskClock::Ticks start;  // converted to TaskRecord::start when collected
   };
   // One cache line each: every worker appends to its own log while the others do.
@@ -285,6 +287,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void run_allocated(Lane& worker, TaskContext& ctx);
   void run_pull(Lane& worker, TaskContext& ctx);
   void run_greedy(Lane& worker, TaskContext& ctx);
+  // A fungible race with restart budgets: each sample has a stop source of its own, which the
+  // timer stops at the racer's budget, and the racer starts a fresh sample.
+  void run_greedy_restarting(Lane& worker, TaskContext& ctx);
+  // On the timer's thread: stops racer `lane`'s sample number `sample` if it still runs.
+  void restart_sample(std::size_t lane, std::uint64_t sample) noexcept;
   void run_allocated_timing_chunk(Lane& worker, TaskContext& ctx);
   // Runs task `task` and returns its duration, timed from `since`, which it then moves to the
   // task's end: one clock read per task. A task's time thus includes the scheduler's few
@@ -347,6 +354,18 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::unique_ptr<Tracked> tracked_;          // tracked mode only
   TaskClock::Ticks last_result_ = 0;          // greedy: when the B-th result was claimed
   std::vector<Censored> surplus_;             // greedy: censored() (collect() fills it)
+  // A fungible race with restart budgets: each racer's running sample, which the timer stops.
+  struct RacerSample {
+    std::mutex mutex;                        // guards the rest
+    std::stop_source stop;                   // the running sample's
+    std::uint64_t sample = 0;                // which sample runs (odd: one runs)
+    bool restarting = false;                 // the timer stopped it at its budget
+    std::optional<DeadlineTimer::Id> timer;  // armed for its budget
+  };
+  std::unique_ptr<RacerSample[]> racers_;     // greedy with restart budgets only
+  std::vector<double> restart_after_;         // per lane, seconds (+infinity: none)
+  DeadlineTimer* restart_timer_ = nullptr;
+  std::atomic<std::size_t> restarts_{0};      // greedy: samples restarted
 
   mutable std::mutex outcome_mutex_;
   Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_

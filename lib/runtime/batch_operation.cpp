@@ -73,11 +73,6 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
                 "quotas and a fungible race in one batch; on threads quotas run with an indexed "
                 "race only (not supported with a fungible race on threads yet)");
   }
-  if (dispatch == Dispatch::greedy && plan.has_restarts()) {
-    throw Error(name +
-                "restart budgets for a fungible race; on threads they run in quota plans and "
-                "indexed races only (not supported for fungible races on threads yet)");
-  }
 }
 
 // Whether a quota plan asks for what only a batch bound on arrival runs: backups, retries or
@@ -270,7 +265,7 @@ void BatchOperation::submit_now() {
       } else {
         // The plan's own backups and retries override the scheduler's, as in the simulator.
         // Quotas and indexed races with any of them are tracked, and so are mixed plans; a
-        // fungible race takes its retries alone (Batch::run_greedy).
+        // fungible race takes its retries and restart budgets alone (Batch::run_greedy).
         const Dispatch dispatch = plan.dispatch();
         BackupOptions backups = plan.backups().value_or(options.backups());
         if (!backups.min_overdue) {
@@ -284,7 +279,7 @@ void BatchOperation::submit_now() {
         const bool tracked = dispatch == Dispatch::mixed || caller_takes_over ||
                              (dispatch != Dispatch::greedy &&
                               (backups.enabled() || retries > 0 || plan.has_restarts()));
-        if (tracked || (dispatch == Dispatch::greedy && retries > 0)) {
+        if (tracked || (dispatch == Dispatch::greedy && (retries > 0 || plan.has_restarts()))) {
           recovery.emplace();
           recovery->backups = backups;
           recovery->retries = retries;

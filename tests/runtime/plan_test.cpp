@@ -131,13 +131,10 @@ TEST_CASE("what a plan asks that threads cannot run is refused by name, never ig
     }
     return std::string("not refused");
   };
-  CHECK_THAT(refused(ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_restart_after(0, 1.0)),
-             ContainsSubstring("'fixed'") &&
-                 ContainsSubstring("restart budgets for a fungible race") &&
-                 ContainsSubstring("not supported"));
   CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_race_kind(
                  ata::RaceKind::fungible)),
-             ContainsSubstring("quotas and a fungible race"));
+             ContainsSubstring("'fixed'") && ContainsSubstring("quotas and a fungible race") &&
+                 ContainsSubstring("not supported"));
 
   // What a plan sets to nothing runs: backups off in an indexed race, no retries of a race,
   // and a fungible race's backups, which (as in the simulator) add nothing to a race of
@@ -425,6 +422,75 @@ TEST_CASE("an indexed race's restart budgets run on threads", "[runtime][plan][r
   }
   std::lock_guard lock(policy.mutex());
   CHECK(policy.stats(0).censored_count() + policy.stats(1).censored_count() == kBatch);
+}
+
+TEST_CASE("a fungible race's restart budgets run on threads: a sample past its budget is "
+          "stopped, censored and replaced",
+          "[runtime][plan][restarts]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 6;
+  rt::WorkerPool pool(kWorkers);
+  std::vector<std::atomic<int>> samples(kWorkers);
+  const auto restarted = [](const rt::RoundReport& report, std::size_t worker) {
+    return std::count_if(report.tasks.begin(), report.tasks.end(), [&](const rt::TaskRecord& r) {
+      return !r.accepted && r.worker == worker && r.duration >= 5ms;
+    });
+  };
+
+  SECTION("every racer's first sample waits for a stop that only its budget sends") {
+    ata::FixedPlanPolicy policy("restarted race",
+                                ata::Plan::race(kWorkers, ata::RaceKind::fungible)
+                                    .set_restart_after(0, 0.005)
+                                    .set_restart_after(1, 0.005));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+    // No result comes before both first samples were stopped (a racer may start late).
+    std::atomic<std::size_t> firsts_stopped = 0;
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (samples[ctx.worker()]++ == 0) {
+        nap(ctx, 20s);
+        firsts_stopped.fetch_add(1);
+      } else {
+        (void)ata::testing::eventually([&] { return firsts_stopped.load() == kWorkers; }, 20s);
+      }
+      return ctx.worker();
+    });
+    CHECK(firsts_stopped.load() == kWorkers);
+    CHECK(values.size() == kBatch);
+    CHECK(report.dispatch == ata::Dispatch::greedy);
+    CHECK(report.allocation.total() == kBatch);
+    // A later sample of microseconds may pass 5 ms too on a loaded machine: at least these.
+    CHECK(report.restarts >= kWorkers);
+    CHECK(restarted(report, 0) >= 1);
+    CHECK(restarted(report, 1) >= 1);
+    std::lock_guard lock(policy.mutex());
+    for (std::size_t w = 0; w < kWorkers; ++w) {
+      CHECK(policy.stats(w).censored_count() >= 1);
+      CHECK(policy.stats(w).count() == report.allocation[w]);  // the restarted are not complete
+    }
+  }
+
+  SECTION("a racer without a budget runs on until the B-th result stops it") {
+    ata::FixedPlanPolicy policy("one budget", ata::Plan::race(kWorkers, ata::RaceKind::fungible)
+                                                  .set_restart_after(0, 0.005));
+    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+    std::atomic<bool> stopped_by_batch = false;
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (ctx.worker() == 1) {
+        nap(ctx, 20s);  // never within a budget: stopped only by the end of the race
+        stopped_by_batch = ctx.stop_requested();
+      } else if (samples[0]++ == 0) {
+        nap(ctx, 20s);
+      }
+      return ctx.worker();
+    });
+    CHECK(values.size() == kBatch);
+    CHECK(report.allocation[0] == kBatch);
+    CHECK(report.restarts >= 1);
+    CHECK(restarted(report, 0) >= 1);
+    CHECK(stopped_by_batch.load());  // run() returns once every racer has left
+    std::lock_guard lock(policy.mutex());
+    CHECK(policy.stats(1).censored_count() == 1);  // its one sample, cut by the B-th result
+  }
 }
 
 TEST_CASE("quotas and an indexed race in one batch run on threads, hedged or not",

@@ -75,9 +75,10 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 ///   backup copy of an overdue task by the same rule, the first copy to finish giving the
 ///   result.
 /// - a fungible race: backups have nothing to add (its racers compute until any B results
-///   are in); a failed attempt is replaced by a new task while retries last.
-/// Refused with ata::Error before anything runs, never ignored: quotas with a fungible race,
-/// and restart budgets of a fungible race (the threads do not run them yet).
+///   are in); a failed attempt is replaced by a new task while retries last; a sample past its
+///   racer's restart budget gets a stop request, is discarded (its time a censored
+///   observation) and replaced by a fresh one.
+/// Refused with ata::Error before anything runs, never ignored: quotas with a fungible race.
 /// docs/runtime.md ("Options") has every option against every kind of plan.
 /// Each task is timed on its worker (its slowdown included) with the invariant TSC where the
 /// CPU has one, calibrated against std::chrono::steady_clock, else with steady_clock itself
