@@ -122,10 +122,9 @@ std::unique_ptr<ata::Policy> make(const std::string& name, const ata::models::Sc
   options.alpha = seconds.max_mean();  // the paper's choice for ATA
   options.eta = 1.0;
   options.means = seconds.means();
-  // ata-auto learns its plan as in ata-sgd: quotas or a fungible race of its fastest, without
-  // the restart budgets that the threads refuse in a fungible race.
+  // ata-auto learns its plan as in ata-sgd: quotas or a fungible race of its fastest (with
+  // restart budgets on tails heavier than exponential, which the presets here do not have).
   options.race = ata::RaceKind::fungible;
-  options.race_restarts = false;
   return ata::make_policy(name, seconds.workers(), options);
 }
 
