@@ -55,6 +55,17 @@ double Plan::restart_after(std::size_t worker) const noexcept {
   return restart_after_.empty() ? kNever : restart_after_[worker];
 }
 
+double backed_off_budget(double budget, std::size_t restarted) noexcept {
+  if (restarted <= kRestartsBeforeBackoff) return budget;
+  // Past 2^1024 the product is +infinity: no budget any more.
+  const std::size_t doublings = std::min<std::size_t>(restarted - kRestartsBeforeBackoff, 1100);
+  return std::ldexp(budget, static_cast<int>(doublings));
+}
+
+double Plan::restart_budget(std::size_t worker, std::size_t restarted) const noexcept {
+  return backed_off_budget(restart_after(worker), restarted);
+}
+
 Plan& Plan::set_quota(std::size_t worker, std::size_t tasks) {
   detail::require_worker_index(worker, workers());
   if (racer_[worker] != 0) {

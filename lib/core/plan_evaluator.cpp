@@ -116,15 +116,20 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
   double wall = 0.0;
   double work = 0.0;
   started_.assign(racers, 0);
+  restarted_in_row_.assign(racers, 0);
   for (std::size_t r = 0; r < rounds_; ++r) {
     heap_.clear();
     std::fill(started_.begin(), started_.end(), 0);
+    std::fill(restarted_in_row_.begin(), restarted_in_row_.end(), 0);
     double busy = 0.0;  // indexed races: the copies' times
     // Racer j's next copy from `at`: its end, or its restart budget's (the event's low bit).
+    // The budget backs off as every driver's does: a budget that no observed time fits would
+    // otherwise restart forever.
     const auto start = [&](double at, std::size_t j) {
       const double d = means[j] * ratio(r, j, started_[j]++);
-      const double budget = restart * means[j];
+      const double budget = backed_off_budget(restart * means[j], restarted_in_row_[j]);
       const bool restarted = d > budget;
+      restarted_in_row_[j] = restarted ? restarted_in_row_[j] + 1 : 0;
       busy += restarted ? budget : d;
       heap_.emplace_back(at + (restarted ? budget : d), 2 * j + (restarted ? 1 : 0));
     };

@@ -96,6 +96,7 @@ class PlanEvaluator {
   std::vector<PlanEstimate> estimates_;
   std::vector<std::pair<double, std::size_t>> heap_;  // (end of the running copy, racer)
   std::vector<std::size_t> started_;                  // tasks started per racer
+  std::vector<std::size_t> restarted_in_row_;         // per racer (ata::backed_off_budget)
   std::vector<double> grid_;                          // the renewal grid's points
   std::vector<double> renewals_;                      // M at them
   double shape_cv2_ = 1.0;

@@ -527,7 +527,6 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
 void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
   RacerSample& me = racers_[i];
-  const double budget = restart_after_[i];
   auto since = clock_.now();
   // Whatever ends the loop, no timer stays armed for this lane.
   struct Disarm {
@@ -548,6 +547,7 @@ void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
       me.restarting = false;
       const std::uint64_t sample = ++me.sample;  // odd: running
       ctx.stop_ = me.stop.get_token();
+      const double budget = backed_off_budget(restart_after_[i], me.restarted_in_row);
       const auto when = saturating_after(DeadlineTimer::Clock::now(), budget);
       if (when != DeadlineTimer::Clock::time_point::max()) {
         try {
@@ -577,6 +577,7 @@ void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
       restarted = me.restarting;
       if (me.timer) restart_timer_->cancel(*std::exchange(me.timer, std::nullopt));
     }
+    me.restarted_in_row = restarted ? me.restarted_in_row + 1 : 0;
     if (restarted) {
       // Stopped at its budget: whatever it ended with is discarded, and a fresh sample starts.
       auto& ran = logs_[i].ran;

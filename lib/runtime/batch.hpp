@@ -275,6 +275,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   [[nodiscard]] double time_to_next_restart() const noexcept;
   // Requests stop of every running copy that has run its lane's restart budget.
   void request_restarts() noexcept;
+  // Lane `lane`'s restart budget for its next or running copy (Plan::restart_budget).
+  [[nodiscard]] double restart_budget(std::size_t lane) const noexcept;
   // Queues this batch on `lane` again (its entry is free), with nothing locked.
   void summon(std::size_t lane) noexcept;
   // Whether a retry waits with no lane to come for it: none inside, summoned, or still to
@@ -361,6 +363,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
     std::uint64_t sample = 0;                // which sample runs (odd: one runs)
     bool restarting = false;                 // the timer stopped it at its budget
     std::optional<DeadlineTimer::Id> timer;  // armed for its budget
+    std::size_t restarted_in_row = 0;        // its lane's thread only (Plan::restart_budget)
   };
   std::unique_ptr<RacerSample[]> racers_;     // greedy with restart budgets only
   std::vector<double> restart_after_;         // per lane, seconds (+infinity: none)
@@ -412,6 +415,7 @@ struct Batch::Tracked {
     bool restarting = false;   // the running copy was stopped at its restart budget
     bool restart = false;      // the lane starts `restart_task` afresh before anything else
     std::size_t restart_task = 0;
+    std::size_t restarted_in_row = 0;  // restarts since its last copy ended otherwise
   };
   struct TaskState {
     std::uint32_t copies = 0;     // copies running now that came from no chunk

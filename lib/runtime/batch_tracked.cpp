@@ -226,6 +226,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   Tracked::LaneState& me = t.lane[lane];
   Tracked::TaskState& state = t.task[task];
   if (!in_chunk) --state.copies;
+  const std::size_t restarted_in_row = std::exchange(me.restarted_in_row, 0);
   if (t.released) return true;  // the caller has its results: nothing more is recorded
   const auto discard = [&] {
     logs_[lane].busy += duration;
@@ -243,6 +244,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
     ++t.restarts;
     me.restart = true;
     me.restart_task = task;
+    me.restarted_in_row = restarted_in_row + 1;
     return false;
   }
   if (error) {
@@ -486,7 +488,7 @@ void Batch::arm_timer(std::size_t starting) noexcept {
     // the armed timer was set for.
     double soonest = t.rule.options().min_overdue.value_or(0.0);
     if (!t.recovery.restart_after.empty()) {
-      soonest = std::min(soonest, t.recovery.restart_after[starting]);
+      soonest = std::min(soonest, restart_budget(starting));
     }
     if (t.rule.options().take_overs()) soonest = std::min(soonest, t.lane[starting].stuck_after);
     if (t.timer_at <= saturating_after(DeadlineTimer::Clock::now(), soonest)) return;
@@ -561,6 +563,11 @@ void Batch::on_timer() noexcept {
   summon(action.worker);
 }
 
+double Batch::restart_budget(std::size_t lane) const noexcept {
+  const Tracked& t = *tracked_;
+  return backed_off_budget(t.recovery.restart_after[lane], t.lane[lane].restarted_in_row);
+}
+
 double Batch::time_to_next_restart() const noexcept {
   const Tracked& t = *tracked_;
   double wait = std::numeric_limits<double>::infinity();
@@ -569,7 +576,7 @@ double Batch::time_to_next_restart() const noexcept {
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
     const std::size_t task = lane.current.load(std::memory_order_acquire);
-    const double budget = t.recovery.restart_after[j];
+    const double budget = restart_budget(j);
     if (task == Tracked::kIdle || lane.restarting || t.done(task) ||
         !(budget < std::numeric_limits<double>::infinity())) {
       continue;
@@ -592,7 +599,7 @@ void Batch::request_restarts() noexcept {
     if (task == Tracked::kIdle || lane.restarting || t.done(task)) continue;
     const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
     const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
-    if (ran < t.recovery.restart_after[j]) continue;
+    if (ran < restart_budget(j)) continue;
     lane.restarting = true;
     lane.stop.request_stop();
   }

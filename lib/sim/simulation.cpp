@@ -125,6 +125,7 @@ void Simulation::event_round(RoundRecord& record, const BackupRule& rule) {
     task_started_.assign(batch_, 0);
   }
   events_.clear();
+  restarted_in_row_.assign(n, 0);
   std::size_t index = 0;
   for (std::size_t i = 0; i < n; ++i) {
     queue_[i].clear();
@@ -194,6 +195,7 @@ void Simulation::event_round(RoundRecord& record, const BackupRule& rule) {
       work += ran;
       policy_.observe_censored(w, ran);
       ++record.restarts;
+      ++restarted_in_row_[w];
       start_copy(w, task, now);
       continue;
     }
@@ -251,7 +253,7 @@ void Simulation::start_copy(std::size_t worker, std::size_t task, double now) {
     ++task_copies_[task];
     ++task_started_[task];
   }
-  const double budget = plan_.restart_after(worker);
+  const double budget = plan_.restart_budget(worker, restarted_in_row_[worker]);
   const bool restart = budget < duration;
   events_.push_back({now + (restart ? budget : duration), worker, ++sequence_[worker], restart});
   std::push_heap(events_.begin(), events_.end(), later<Event>);
@@ -260,6 +262,7 @@ void Simulation::start_copy(std::size_t worker, std::size_t task, double now) {
 double Simulation::end_copy(std::size_t worker, double now, CopyRecord::Outcome outcome) {
   Copy& c = copies_[worker];
   c.running = false;
+  if (outcome != CopyRecord::Outcome::restarted) restarted_in_row_[worker] = 0;
   ++sequence_[worker];
   if (!fungible_) --task_copies_[c.task];
   // A finished copy ran its draw exactly; `now - start` would carry the clock's rounding.

@@ -410,3 +410,22 @@ TEST_CASE("ata-auto rejects bad input with a message naming the value",
   CHECK(policy.round() == 0);
   REQUIRE_THROWS_WITH(ata::make_policy("ata-auto", 0), ContainsSubstring("at least one worker"));
 }
+
+TEST_CASE("ata-auto's evaluation ends when no observed time fits a restart budget",
+          "[core][policy][ata-auto]") {
+  // Every time but one is 0.29x the mean: a tail heavy enough to try restarts, and no copy
+  // that a budget of 0.25x the mean lets finish. Evaluating that race restarted each copy
+  // forever (on threads a loaded machine's times did this); the budget's back-off ends it.
+  constexpr std::size_t kWorkers = 2;
+  ata::AtaAutoPolicy policy(kWorkers, Options{}.set_seed(3).set_race(ata::RaceKind::fungible));
+  ata::Plan plan;
+  for (std::size_t round = 0; round < 80; ++round) {
+    policy.plan(4, plan);
+    for (std::size_t w = 0; w < kWorkers; ++w) {
+      for (int t = 0; t < 20; ++t) policy.observe(w, round == 3 && t == 0 ? 100.0 : 1.0);
+      // A budget may cut the one long time; one that no time fits is never the best.
+      if (plan.has_restarts()) CHECK(plan.restart_after(w) > 1.0);
+    }
+  }
+  CHECK(policy.round() == 80);
+}

@@ -137,6 +137,31 @@ TEST_CASE("a restart budget stops long copies and starts their task afresh", "[s
   CHECK(restarting.stats(0).censored_count() + restarting.stats(1).censored_count() == restarts);
 }
 
+TEST_CASE("a budget every copy outlasts backs off after 64 restarts in a row, and the batch ends",
+          "[sim][plan]") {
+  CHECK(ata::backed_off_budget(0.5, 0) == 0.5);
+  CHECK(ata::backed_off_budget(0.5, ata::kRestartsBeforeBackoff) == 0.5);
+  CHECK(ata::backed_off_budget(0.5, ata::kRestartsBeforeBackoff + 1) == 1.0);
+  CHECK(ata::backed_off_budget(0.5, ata::kRestartsBeforeBackoff + 3) == 4.0);
+  CHECK(std::isinf(ata::backed_off_budget(0.5, 5000)));
+  CHECK(std::isinf(ata::backed_off_budget(std::numeric_limits<double>::infinity(), 70)));
+  // Tasks of 10 units, budgets of 1: 64 restarts, then 2, 4, 8, and the copy of budget 16 ends.
+  constexpr std::size_t kToFinish = ata::kRestartsBeforeBackoff + 4;
+  for (const auto kind : {ata::RaceKind::fungible, ata::RaceKind::indexed}) {
+    CAPTURE(static_cast<int>(kind));
+    ata::FixedPlanPolicy tight("tight", ata::Plan::race(2, kind).set_restart_after(0, 1.0)
+                                            .set_restart_after(1, 1.0));
+    ata::sim::Simulation sim(constant({10.0, 10.0}), tight, 2, 1);
+    const auto r = sim.run_round();
+    CHECK(r.restarts == 2 * kToFinish);
+    CHECK(r.wall_time == Approx(65.0 + 2.0 + 4.0 + 8.0 + 10.0));  // 65 copies of budget 1
+  }
+  // A copy that ends within its budget starts the count again.
+  ata::FixedPlanPolicy quotas("tight quotas", ata::Plan(1).set_quota(0, 2).set_restart_after(0, 1.0));
+  ata::sim::Simulation one(constant({10.0}), quotas, 2, 1);
+  CHECK(one.run_round().restarts == 2 * kToFinish);
+}
+
 TEST_CASE("quota plans: the shortcut and the events agree", "[sim][plan][property]") {
   const Scenario mixture = ata::models::make_preset("mixture", 15);
   for (std::size_t batch : {1u, 7u, 23u, 60u}) {

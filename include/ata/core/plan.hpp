@@ -53,6 +53,17 @@ struct Idle {
 /// What one worker does in a batch.
 using Role = std::variant<Idle, Quota, Racer>;
 
+/// Restarts in a row on one worker after which its budget backs off (backed_off_budget()).
+inline constexpr std::size_t kRestartsBeforeBackoff = 64;
+
+/// The restart budget of a copy that follows `restarted` restarts in a row on its worker in
+/// this batch: `budget`, doubled for each restart in a row past kRestartsBeforeBackoff. A
+/// worker whose every copy outlasts its budget (a budget too tight for its times: tasks of
+/// fixed length, a loaded machine) still finishes one instead of restarting forever; a budget
+/// that a copy meets with probability q backs off with probability (1 - q)^64, never in
+/// practice. The simulator, the threads and the MPI ranks all apply it.
+[[nodiscard]] double backed_off_budget(double budget, std::size_t restarted) noexcept;
+
 /// What each of n workers does in one batch of B tasks.
 ///
 /// @code
@@ -118,6 +129,9 @@ class Plan {
   [[nodiscard]] double restart_after(std::size_t worker) const noexcept;
   /// Whether any worker has a finite restart budget.
   [[nodiscard]] bool has_restarts() const noexcept { return !restart_after_.empty(); }
+  /// The budget of a copy on `worker` that follows `restarted` restarts in a row there in this
+  /// batch: ata::backed_off_budget(restart_after(worker), restarted).
+  [[nodiscard]] double restart_budget(std::size_t worker, std::size_t restarted) const noexcept;
 
   /// Makes `worker` a quota worker with `tasks` tasks (0: idle). Throws ata::InvalidArgument
   /// when out of range.

@@ -172,6 +172,8 @@ class Simulation {
   std::vector<std::size_t> task_copies_;         // per index: copies running now
   std::vector<std::size_t> task_started_;        // per index: copies started this round
   std::vector<std::size_t> sequence_;            // per worker: copies started, to spot stale events
+  std::vector<std::size_t> restarted_in_row_;    // per worker: restarts since its last copy ended
+                                                 // otherwise, this round (Plan::restart_budget)
   struct Event {  // a copy's end; stale once its worker's sequence has moved on
     double at;
     std::size_t worker;
