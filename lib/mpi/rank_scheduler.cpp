@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -213,12 +214,17 @@ struct RankScheduler::State {
     return out;
   }
 
+  // `restart_after`: a greedy racer's budget in seconds (+infinity: none).
   Bytes work_message(bool greedy, const std::string& task, const std::vector<std::size_t>& numbers,
-                     const Bytes& input) const {
+                     const Bytes& input,
+                     double restart_after = std::numeric_limits<double>::infinity()) const {
     wire::Writer w;
     w.u64(round);
     w.u64(greedy ? 1 : 0);
     w.u64(workers);
+    // Saturated: a budget too long for 64 bits of nanoseconds is none.
+    const double ns = restart_after * 1e9;
+    w.u64(ns < 1.8e19 ? static_cast<std::uint64_t>(ns) : wire::kNoBudget);
     w.text(task);
     w.u64(numbers.size());
     for (const std::size_t n : numbers) w.u64(n);
@@ -434,7 +440,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   if (plan.dispatch() == Dispatch::mixed && !indexed) refused = "quotas and a fungible race";
   if (plan.backups()) refused = "backups of its own";
   if (plan.retries()) refused = "retries";
-  if (plan.has_restarts()) refused = "restart budgets";
+  if (plan.has_restarts() && !greedy) refused = "restart budgets outside a fungible race";
   if (!refused.empty()) {
     throw Error("policy '" + std::string(s.policy->name()) + "' planned " + refused +
                 ", which the rank back-end does not run");
@@ -494,7 +500,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         s.heard[w] = std::min(start, s.heard[w] + (start - *s.ended));
       }
       started[w] = true;
-      s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
+      s.send(w, wire::kWork, s.work_message(true, task, {w}, input, plan.restart_after(w)));
     }
     // A ping would end a racer's round: only the lost ranks get one.
     s.send_pings(input, started);
@@ -537,6 +543,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
 
   auto last_progress = Clock::now();
+  std::vector<std::pair<std::size_t, double>> restarted;  // greedy: samples past their budget
   std::vector<std::size_t> unassigned;  // allocated mode, every rank lost: tasks waiting
   if (!greedy && shares.empty()) {
     for (std::size_t t = 0; t < batch; ++t) unassigned.push_back(t);
@@ -553,7 +560,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         if (greedy && !started[w] && plan.is_racer(w)) {  // it joins the round
           started[w] = true;
           started_at[w] = Clock::now();
-          s.send(w, wire::kWork, s.work_message(true, task, {w}, input));
+          s.send(w, wire::kWork, s.work_message(true, task, {w}, input, plan.restart_after(w)));
         }
         if (indexed) claim_if_free(w);
       }
@@ -571,6 +578,16 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         if (status->MPI_TAG == wire::kResults && last && last->round == round && !last->queued) {
           s.learn_round_trip(w, seconds(last_progress - last->sent) - compute_seconds(in));
         }
+        continue;
+      }
+      if (status->MPI_TAG == wire::kRestarted) {
+        // A sample stopped at its racer's budget: its time is spent and censored, and the rank
+        // has started a fresh one.
+        const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
+        report.busy[w] += took;
+        report.tasks.push_back({batch + report.tasks.size(), w, took, false});
+        restarted.emplace_back(w, seconds(took));
+        ++report.restarts;
         continue;
       }
       if (status->MPI_TAG == wire::kFailure) {
@@ -729,6 +746,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         s.policy->observe(accepted_on[t], std::chrono::duration<double>(accepted_time[t]).count());
       }
       for (const auto& [w, ran] : cut) s.policy->observe_censored(w, ran);
+      for (const auto& [w, ran] : restarted) s.policy->observe_censored(w, ran);
     } catch (...) {
       report.learning_error = std::current_exception();
     }

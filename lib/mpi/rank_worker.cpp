@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "ata/core/error.hpp"
+#include "ata/core/plan.hpp"
 #include "ata/models/random.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
 #include "wire.hpp"
@@ -34,33 +36,49 @@ bool message_waiting(MPI_Comm comm) {
   return flag != 0;
 }
 
+enum class Delayed { done, stopped, past_budget };
+
 // The slowdown's delay; in greedy mode it ends early when the root has sent anything (the
-// round's stop or the next round), and then returns false: the task is dropped.
-bool delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length, MPI_Comm comm,
-           bool interruptible) {
-  if (length <= std::chrono::nanoseconds{0}) return true;
+// round's stop or the next round: the task is dropped) or at the sample's restart budget.
+Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length, MPI_Comm comm,
+              bool interruptible, Clock::time_point budget_end) {
+  if (length <= std::chrono::nanoseconds{0}) return Delayed::done;
   const auto end = Clock::now() + length;
   const bool burn = slowdown.kind() == runtime::Slowdown::Kind::burn;
   if (!interruptible && !burn) {
     std::this_thread::sleep_for(length);
-    return true;
+    return Delayed::done;
   }
   constexpr auto kSlice = std::chrono::milliseconds(1);
-  while (Clock::now() < end) {
-    if (interruptible && message_waiting(comm)) return false;
-    if (!burn) std::this_thread::sleep_for(std::min<Clock::duration>(kSlice, end - Clock::now()));
+  for (auto now = Clock::now(); now < end; now = Clock::now()) {
+    if (now >= budget_end) return Delayed::past_budget;
+    if (interruptible && message_waiting(comm)) return Delayed::stopped;
+    if (!burn) {
+      std::this_thread::sleep_for(std::min<Clock::duration>({kSlice, end - now, budget_end - now}));
+    }
   }
-  return true;
+  return Delayed::done;
 }
 
 struct Work {
   std::uint64_t round = 0;
   bool greedy = false;
   std::uint64_t stride = 0;  // greedy: task numbers advance by the worker count
+  // Greedy: a sample that has run this long is stopped and a fresh one started.
+  std::optional<std::chrono::nanoseconds> restart_after;
   std::string task;
   std::vector<std::uint64_t> numbers;  // allocated: the share; greedy: the first number
   std::span<const std::byte> input;
 };
+
+// The sample's budget after `restarted_in_row` restarts in a row (ata::backed_off_budget).
+std::optional<std::chrono::nanoseconds> budget_of(const Work& w, std::size_t restarted_in_row) {
+  if (!w.restart_after) return std::nullopt;
+  const double ns = backed_off_budget(static_cast<double>(w.restart_after->count()),
+                                      restarted_in_row);
+  if (!(ns < 1e18)) return std::nullopt;  // backed off past any task: none
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+}
 
 class Worker {
  public:
@@ -71,21 +89,37 @@ class Worker {
         slowdown_(options.slowdown(index)),
         rng_(options.seed(), index) {}
 
-  // One task with its slowdown; false when a greedy round was stopped meanwhile (the task's
-  // result is then dropped).
-  bool run_one(const Work& w, const TaskFunction& f, std::uint64_t number, wire::Writer& out) {
+  enum class Ran { sent, dropped, restarted };
+
+  // One task with its slowdown, its result (or, restarted, its running time) written to `out`;
+  // dropped when a greedy round was stopped meanwhile (the task's result is then dropped).
+  Ran run_one(const Work& w, const TaskFunction& f, std::uint64_t number, wire::Writer& out,
+              std::optional<std::chrono::nanoseconds> budget = std::nullopt) {
     const auto start = Clock::now();
+    const auto budget_end = budget ? start + *budget : Clock::time_point::max();
     TaskInput in{w.round, number, w.input, {}};
-    if (w.greedy) in.stop = [this] { return message_waiting(comm_); };
+    if (w.greedy) {
+      in.stop = [this, budget_end] {
+        return Clock::now() >= budget_end || message_waiting(comm_);
+      };
+    }
     Bytes result;
     for (std::size_t r = 0; r < slowdown_.repetitions(); ++r) result = f(in);
-    if (!delay(slowdown_, slowdown_.draw(w.round, rng_), comm_, w.greedy)) return false;
-    if (in.stop_requested()) return false;  // ended after the round did: its result is surplus
-    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+    const Delayed delayed =
+        delay(slowdown_, slowdown_.draw(w.round, rng_), comm_, w.greedy, budget_end);
+    if (delayed == Delayed::stopped) return Ran::dropped;
+    const auto now = Clock::now();
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(now - start);
+    // Past its budget, whatever it ended with is discarded, as on threads.
+    if (delayed == Delayed::past_budget || now >= budget_end) {
+      out.u64(static_cast<std::uint64_t>(took.count()));
+      return Ran::restarted;
+    }
+    if (in.stop_requested()) return Ran::dropped;  // ended after the round did: surplus
     out.u64(number);
     out.u64(static_cast<std::uint64_t>(took.count()));
     out.bytes(result);
-    return true;
+    return Ran::sent;
   }
 
   void send(wire::Writer& out, wire::Tag tag) {
@@ -98,16 +132,19 @@ class Worker {
     try {
       const TaskFunction& f = tasks_.find(w.task);
       if (!w.greedy) {
-        for (const std::uint64_t number : w.numbers) run_one(w, f, number, out);
+        for (const std::uint64_t number : w.numbers) (void)run_one(w, f, number, out);
         send(out, wire::kResults);
         return;
       }
-      // Greedy: one message per result until the root sends anything.
+      // Greedy: one message per result (or restarted sample) until the root sends anything.
+      std::size_t restarted_in_row = 0;
       for (std::uint64_t number = w.numbers.at(0); !message_waiting(comm_); number += w.stride) {
         wire::Writer one;
         one.u64(w.round);
-        if (!run_one(w, f, number, one)) break;
-        send(one, wire::kResults);
+        const Ran ran = run_one(w, f, number, one, budget_of(w, restarted_in_row));
+        restarted_in_row = ran == Ran::restarted ? restarted_in_row + 1 : 0;
+        if (ran == Ran::dropped) break;
+        send(one, ran == Ran::sent ? wire::kResults : wire::kRestarted);
       }
       // Tells the root this rank is alive although its last task was dropped: a slow rank
       // may finish no task in a short greedy round.
@@ -176,6 +213,9 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOp
     w.round = in.u64();
     w.greedy = in.u64() != 0;
     w.stride = in.u64();
+    if (const std::uint64_t budget = in.u64(); budget != wire::kNoBudget) {
+      w.restart_after = std::chrono::nanoseconds(static_cast<std::int64_t>(budget));
+    }
     w.task = in.text();
     const std::uint64_t n = in.u64();
     if (n > buffer.size() / sizeof(std::uint64_t)) throw Error("ata::mpi: a malformed share");

@@ -17,6 +17,9 @@
 
 namespace ata::mpi::wire {
 
+// A work message's restart budget in nanoseconds when its racer has none.
+inline constexpr std::uint64_t kNoBudget = UINT64_MAX;
+
 enum Tag : int {
   kWork = 1,
   kStop = 2,
@@ -25,7 +28,8 @@ enum Tag : int {
   kFailure = 5,
   kStopped = 6,
   kPing = 7,
-  kPong = 8
+  kPong = 8,
+  kRestarted = 9  // a fungible racer's sample stopped at its restart budget: its running time
 };
 
 class Writer {

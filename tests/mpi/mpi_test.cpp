@@ -152,6 +152,37 @@ TEST_CASE("greedy rounds keep the first B results and discard the surplus", "[mp
   CHECK(censored >= 20);
 }
 
+TEST_CASE("a fungible race's restart budgets run on the ranks: samples past them are censored",
+          "[mpi]") {
+  // Each rank's sleeps are m/2 + Exp(m/2): past 0.75 m in e^-0.5 = 61 % of the samples.
+  const auto truth = true_means();
+  ata::Plan plan = ata::Plan::race(kWorkers, ata::RaceKind::fungible);
+  for (std::size_t w = 0; w < kWorkers; ++w) plan.set_restart_after(w, 0.75 * truth[w]);
+  ata::FixedPlanPolicy restarting("restarting race", plan);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, restarting, patient());
+  std::size_t restarts = 0;
+  for (std::size_t round = 1; round <= 20; ++round) {
+    const auto batch = root.run(5, "number", {});
+    REQUIRE(batch.results.size() == 5);
+    std::set<double> numbers;
+    for (const auto& r : batch.results) numbers.insert(value(r));
+    REQUIRE(numbers.size() == 5);
+    REQUIRE(accepted(batch.report) == 5);
+    REQUIRE(batch.events.empty());
+    restarts += batch.report.restarts;
+    // A result counts only if it came within its rank's budget.
+    for (const auto& t : batch.report.tasks) {
+      if (!t.accepted) continue;
+      CHECK(std::chrono::duration<double>(t.duration).count() < 0.75 * truth[t.worker]);
+    }
+  }
+  CHECK(restarts >= 20);  // about 3 in 5 samples: dozens in 20 rounds
+  std::lock_guard lock(restarting.mutex());
+  std::size_t censored = 0;
+  for (std::size_t w = 0; w < kWorkers; ++w) censored += restarting.stats(w).censored_count();
+  CHECK(censored >= restarts);  // and the tasks the stops cut short
+}
+
 TEST_CASE("the learned means are the ranks' measured task times", "[mpi]") {
   // UTA gives every rank the same share, so each gets the same number of observations.
   const auto uta = policy("uta");
@@ -244,7 +275,8 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   refused(one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
           "backups of its own");
   refused(one_quota().set_racer(1).set_retries(1), "retries");
-  refused(one_quota().set_racer(1).set_restart_after(0, 5.0), "restart budgets");
+  refused(one_quota().set_racer(1).set_restart_after(0, 5.0),
+          "restart budgets outside a fungible race");
 }
 
 namespace {

@@ -134,8 +134,10 @@ class RankScheduler {
   /// ata::InvalidArgument for batch = 0 or after shutdown(), and ata::Error when a task
   /// throws on its rank (the message names the rank and the task's error), when no rank
   /// answers for RankOptions::give_up_after, or when the policy's plan is one the rank
-  /// back-end does not run (quotas mixed with a fungible race; backups, retries or restart
-  /// budgets set by the plan).
+  /// back-end does not run (quotas mixed with a fungible race; backups or retries set by the
+  /// plan; restart budgets outside a fungible race). In a fungible race, a rank stops a sample
+  /// that has run its restart budget itself and starts a fresh one; the root counts it in
+  /// RoundReport::restarts and gives the policy its time as a censored observation.
   [[nodiscard]] RankBatch run(std::size_t batch, const std::string& task, const Bytes& input);
 
   /// Tells every worker rank to stop serving (never waiting on a stalled one) and returns
