@@ -379,19 +379,25 @@ TEST_CASE("the root waits for answers without spinning", "[netns][idle]") {
   REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);
   const auto ata = policy("ata");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
+  // Polling every 50 us, as the root did before, took about 10% of the rounds. A neighbour's
+  // burst of load can push one measurement past 5% (seen once in a parallel ctest): up to
+  // three measurements of 180 rounds; a root that spins fails every one.
+  double share = 1.0;
   std::chrono::nanoseconds cpu{0};
-  std::chrono::nanoseconds wall{0};
-  for (int round = 0; round < 200; ++round) {
-    const auto batch = run_checked(root, 6);
-    if (round < 20) continue;  // learning the means, when the root cannot predict answers
-    cpu += batch.root_cpu;
-    wall += batch.report.wall;
+  for (int attempt = 0; attempt < 3 && share >= 0.05; ++attempt) {
+    cpu = std::chrono::nanoseconds{0};
+    std::chrono::nanoseconds wall{0};
+    for (int round = 0; round < 200; ++round) {
+      const auto batch = run_checked(root, 6);
+      if (round < 20) continue;  // learning the means, when the root cannot predict answers
+      cpu += batch.root_cpu;
+      wall += batch.report.wall;
+    }
+    share = std::chrono::duration<double>(cpu) / std::chrono::duration<double>(wall);
+    std::printf("root CPU %.4f s in %.3f s of rounds (%.2f%%)\n",
+                std::chrono::duration<double>(cpu).count(),
+                std::chrono::duration<double>(wall).count(), 100.0 * share);
   }
-  const double share = std::chrono::duration<double>(cpu) / std::chrono::duration<double>(wall);
-  std::printf("root CPU %.4f s in %.3f s of rounds (%.2f%%)\n",
-              std::chrono::duration<double>(cpu).count(),
-              std::chrono::duration<double>(wall).count(), 100.0 * share);
-  // Polling every 50 us, as the root did before, took about 10% of the rounds.
   CHECK(share < 0.05);
   CHECK(cpu > std::chrono::nanoseconds{0});
 }
