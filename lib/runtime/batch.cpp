@@ -497,30 +497,38 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
     try {
       duration = run_task(worker, ctx, task, since);
     } catch (...) {
-      // A task ending once B results are in is surplus, whatever it ends with (often an
-      // exception to honour its stop request): its exception is discarded with it. Before
-      // that, it fails the batch, as a task of any mode does, unless retries are left: a
-      // new task then replaces it. It claims no result slot, so every claimed slot is filled.
-      if (accepted_.load(std::memory_order_relaxed) < batch_ &&
-          failures_.fetch_add(1, std::memory_order_relaxed) >= failures_allowed_) {
-        throw;
-      }
+      if (!tolerates_failure()) throw;
       continue;
     }
-    const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
-    if (slot < batch_) {
-      body_.accept(i, slot);
-      record(i, {task, duration, slot, started});
-      // The B-th result is claimed: whatever still runs is surplus. The outcome is settled
-      // when the workers inside have left (their accept() may still fail).
-      if (slot + 1 == batch_) {
-        last_result_ = since;  // this task's end
-        stop_.request_stop();
-        close();
-      }
-    } else {
-      record(i, {task, duration, kDiscarded, started});
-    }
+    take_greedy_result(i, task, duration, started, since);
+  }
+}
+
+bool Batch::tolerates_failure() noexcept {
+  // A task ending once B results are in is surplus, whatever it ends with (often an exception
+  // to honour its stop request): its exception is discarded with it. Before that, it fails
+  // the batch, as a task of any mode does, unless retries are left: a new task then replaces
+  // it. It claims no result slot, so every claimed slot is filled.
+  return accepted_.load(std::memory_order_relaxed) >= batch_ ||
+         failures_.fetch_add(1, std::memory_order_relaxed) < failures_allowed_;
+}
+
+void Batch::take_greedy_result(std::size_t lane, std::size_t task,
+                               std::chrono::nanoseconds duration, TaskClock::Ticks started,
+                               TaskClock::Ticks ended) {
+  const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
+  if (slot >= batch_) {
+    record(lane, {task, duration, kDiscarded, started});
+    return;
+  }
+  body_.accept(lane, slot);
+  record(lane, {task, duration, slot, started});
+  // The B-th result is claimed: whatever still runs is surplus. The outcome is settled when
+  // the workers inside have left (their accept() may still fail).
+  if (slot + 1 == batch_) {
+    last_result_ = ended;
+    stop_.request_stop();
+    close();
   }
 }
 
@@ -590,25 +598,10 @@ void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
       continue;
     }
     if (error) {
-      // As in run_greedy: surplus once B results are in, else a failure unless retries remain.
-      if (accepted_.load(std::memory_order_relaxed) < batch_ &&
-          failures_.fetch_add(1, std::memory_order_relaxed) >= failures_allowed_) {
-        std::rethrow_exception(error);
-      }
+      if (!tolerates_failure()) std::rethrow_exception(error);
       continue;
     }
-    const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
-    if (slot < batch_) {
-      body_.accept(i, slot);
-      record(i, {task, duration, slot, started});
-      if (slot + 1 == batch_) {
-        last_result_ = since;
-        stop_.request_stop();
-        close();
-      }
-    } else {
-      record(i, {task, duration, kDiscarded, started});
-    }
+    take_greedy_result(i, task, duration, started, since);
   }
 }
 

@@ -289,6 +289,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void run_allocated(Lane& worker, TaskContext& ctx);
   void run_pull(Lane& worker, TaskContext& ctx);
   void run_greedy(Lane& worker, TaskContext& ctx);
+  // A racer's task threw: whether the race goes on (surplus, or a retry left).
+  [[nodiscard]] bool tolerates_failure() noexcept;
+  // A racer's result: the next result slot, or surplus past B; the B-th ends the race.
+  void take_greedy_result(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration,
+                          TaskClock::Ticks started, TaskClock::Ticks ended);
   // A fungible race with restart budgets: each sample has a stop source of its own, which the
   // timer stops at the racer's budget, and the racer starts a fresh sample.
   void run_greedy_restarting(Lane& worker, TaskContext& ctx);

@@ -49,50 +49,19 @@ TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB insid
   for (std::size_t j = 0; j < 12; ++j) CHECK(result.values[j]);
 }
 
-// [serial]: five lanes must run at once on two cores. While the lanes enqueued their runs,
-// TBB now and then left one waiting until another's task ended (1 run in 15: see the
-// process-after-process test below), which earlier notes here took for load. The wait is a
-// hang guard, not a time limit: 100 s, within the target's CTest timeout.
-TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
-          "[lanes][tbb][serial]") {
-  const std::size_t before = thread_limit();
-  {
-    // Two sets of 2 and 3 lanes, every task waiting until all 5 run: on this machine's
-    // default of 2 threads, or with each set raising the limit for itself (TBB keeps the
-    // smallest), some would never start.
-    ArenasFromConstraints kind;
-    auto small = kind.make(rt::PoolOptions(2));
-    auto large = kind.make(rt::PoolOptions(3));
-    CHECK(thread_limit() >= 1 + (2 + 1) + (2 + 1 + 2));
-    std::atomic<int> inside = 0;
-    const auto task = [&](const rt::TaskContext&) {
-      inside.fetch_add(1);
-      return eventually([&] { return inside.load() == 5; }, std::chrono::seconds(100));
-    };
-    ata::UniformPolicy two(2);
-    ata::UniformPolicy three(3);
-    rt::BatchScheduler on_small(*small, two, ata::testing::without_backups());
-    rt::BatchScheduler on_large(*large, three, ata::testing::without_backups());
-    auto first = std::async(std::launch::async, [&] { return on_small.run(2, task); });
-    const auto second = on_large.run(3, task);
-    for (bool all : first.get().values) CHECK(all);
-    for (bool all : second.values) CHECK(all);
-  }
-  // The limit is TBB's own again once the lanes are gone.
-  CHECK(thread_limit() == before);
-}
+namespace {
 
-// Lanes of concurrency 2 and 1 on fresh arenas in two sets, each set's batch started by a
-// thread of its own, every task waiting until all five run; in a process of its own (TBB's
-// first workers), started by the test below.
-TEST_CASE("arena lanes: five fresh lanes in two sets all run at once", "[.][tbb-child]") {
+// Two sets of 2 and 3 lanes of concurrency 2 and 1, each set's batch started by a thread of
+// its own, every task waiting until all 5 run (for at most `patience`): whether all did.
+bool two_sets_all_run_at_once(std::chrono::seconds patience) {
   ArenasFromConstraints kind;
   auto small = kind.make(rt::PoolOptions(2));
   auto large = kind.make(rt::PoolOptions(3));
+  CHECK(thread_limit() >= 1 + (2 + 1) + (2 + 1 + 2));
   std::atomic<int> inside = 0;
   const auto task = [&](const rt::TaskContext&) {
     inside.fetch_add(1);
-    return eventually([&] { return inside.load() == 5; }, std::chrono::seconds(20));
+    return eventually([&] { return inside.load() == 5; }, patience);
   };
   ata::UniformPolicy two(2);
   ata::UniformPolicy three(3);
@@ -100,8 +69,31 @@ TEST_CASE("arena lanes: five fresh lanes in two sets all run at once", "[.][tbb-
   rt::BatchScheduler on_large(*large, three, ata::testing::without_backups());
   auto first = std::async(std::launch::async, [&] { return on_small.run(2, task); });
   const auto second = on_large.run(3, task);
-  for (bool all : first.get().values) REQUIRE(all);
-  for (bool all : second.values) REQUIRE(all);
+  bool all = true;
+  for (bool ran : first.get().values) all = all && ran;
+  for (bool ran : second.values) all = all && ran;
+  return all;
+}
+
+}  // namespace
+
+// [serial]: five lanes must run at once on two cores. While the lanes enqueued their runs,
+// TBB now and then left one waiting until another's task ended (1 run in 15: see the
+// process-after-process test below), which earlier notes here took for load. The wait is a
+// hang guard, not a time limit: 100 s, within the target's CTest timeout. On this machine's
+// default of 2 threads, or with each set raising the limit for itself (TBB keeps the
+// smallest), some would never start.
+TEST_CASE("arena lanes: every lane of every live set gets a thread at once",
+          "[lanes][tbb][serial]") {
+  const std::size_t before = thread_limit();
+  CHECK(two_sets_all_run_at_once(std::chrono::seconds(100)));
+  // The limit is TBB's own again once the lanes are gone.
+  CHECK(thread_limit() == before);
+}
+
+// The same in a process of its own (TBB's first workers), started by the test below.
+TEST_CASE("arena lanes: five fresh lanes in two sets all run at once", "[.][tbb-child]") {
+  REQUIRE(two_sets_all_run_at_once(std::chrono::seconds(20)));
 }
 
 // Enqueued into their arenas (task_arena::enqueue), lanes' runs waited for TBB to send a
