@@ -226,22 +226,26 @@ void MinMaxSolver::solve_with_offsets(std::span<const double> scores,
   // solve_positive(): sum(s / s_i) stays in [1, m] where sum(1/s_i) overflows for subnormal
   // scores. Not the smallest of all candidates: if that worker's offset keeps it out, every
   // share s / s_i could be subnormal and the level lose all its precision (a hang followed).
+  // Summed in long double: B s and the weighted offsets can pass the largest double while the
+  // level itself does not, and an infinite level makes every finite pair count, up to about
+  // 2 B pairs whose surplus is then dropped one at a time between equal workers (a hang).
   double smallest = scores[candidates_.front()];
-  double relative_sum = 0.0;
-  double weighted_offsets = 0.0;
+  long double relative_sum = 0.0L;
+  long double weighted_offsets = 0.0L;
   double level = 0.0;
   for (std::size_t c = 0; c < m; ++c) {
     const std::size_t i = candidates_[c];
     if (scores[i] < smallest) {
-      const double rescale = scores[i] / smallest;
+      const long double rescale = static_cast<long double>(scores[i]) / smallest;
       relative_sum *= rescale;
       weighted_offsets *= rescale;
       smallest = scores[i];
     }
-    const double share = smallest / scores[i];
+    const long double share = static_cast<long double>(smallest) / scores[i];
     relative_sum += share;
     weighted_offsets += offsets[i] * share;
-    level = (static_cast<double>(batch) * smallest + weighted_offsets) / relative_sum;
+    level = static_cast<double>((static_cast<long double>(batch) * smallest + weighted_offsets) /
+                                relative_sum);
     if (c + 1 == m || level <= offsets[candidates_[c + 1]]) break;
   }
   place_below_level(scores, offsets, batch, level, out);

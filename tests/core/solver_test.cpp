@@ -318,3 +318,35 @@ TEST_CASE("solver with offsets keeps its level precise when the smallest score i
   CHECK(a.total() == most);
   CHECK(a[3] == 0);
 }
+
+TEST_CASE("solver with offsets finds its level when B s passes the largest double",
+          "[core][solver]") {
+  // Found by fuzzing solve() with offsets. B s overflowed while the level itself was finite, so
+  // every finite pair counted (about 1.8 10^12 for B ~ 10^12), and the surplus was dropped one
+  // task at a time between the two equal workers (a hang).
+  MinMaxSolver solver;
+  Allocation a;
+  const std::vector<double> scores{2.9634392841471548e296, 3.0135153699541016e296,
+                                   3.0135153699541016e296};
+  const std::vector<double> offsets(3, 3.0135153699541016e296);
+  const auto cost = [&](std::size_t i, std::size_t j) {
+    return offsets[i] + static_cast<double>(j) * scores[i];
+  };
+  for (const std::size_t batch :
+       {std::size_t{1'065'136'422'912}, std::size_t{100'000'000'000'000}}) {
+    solver.solve(scores, offsets, batch, a);
+    REQUIRE(a.total() == batch);
+    // The greedy's certificate: no pair left out comes before a pair taken (lower index first).
+    for (std::size_t taken = 0; taken < 3; ++taken) {
+      for (std::size_t left = 0; left < 3; ++left) {
+        if (left == taken) continue;  // a worker's own pairs go in order of j
+        const double last = cost(taken, a[taken]);
+        const double next = cost(left, a[left] + 1);
+        CHECK((last < next || (last == next && taken < left)));
+      }
+    }
+  }
+  // Past every finite pair, the tasks of infinite cost go to the lowest index.
+  CHECK(a[0] > a[1]);
+  CHECK(a[1] == a[2]);
+}
