@@ -10,8 +10,10 @@
 // once more as the reference), the issue 11 comparison (docs/stragglers.md).
 // --lanes picks where the n workers run: threads (a WorkerPool), asio (AsioLanes on one
 // boost::asio::thread_pool of n threads) or tbb (ArenaLanes, n arenas of concurrency 1).
+// --scenario FILE takes the workers from a JSON scenario file instead of a preset (lognormal
+// tails, for restart budgets: race:M@F).
 //   ./build/bench/ata_bench_heterogeneous [--rounds 200] [--unit-us 50] [--preset linear]
-//       [--outage 0.01 --backups on --strategies ofta,ata-auto] [--lanes threads|asio|tbb]
+//       [--scenario FILE] [--outage 0.01 --backups on --strategies ofta,ata-auto] [--lanes threads|asio|tbb]
 #include <utility>  // before Asio (g++ 12)
 
 #include <CLI/CLI.hpp>
@@ -57,6 +59,7 @@ std::string shares(const std::vector<ata::sim::PlayedPlan>& played, std::size_t 
 
 struct Config {
   std::string preset = "linear";
+  std::string scenario_file;  // overrides preset and workers
   std::size_t workers = 8;
   std::size_t batch = 23;
   std::size_t rounds = 200;
@@ -198,6 +201,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ata_bench_heterogeneous: strategies on sleeping heterogeneous threads vs virtual time"};
   app.add_option("--preset", c.preset, "simulator preset (ata::models::preset_names())");
+  app.add_option("--scenario", c.scenario_file,
+                 "JSON scenario file (the README's scenario files), instead of --preset and --workers");
   app.add_option("--workers", c.workers, "n")->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "B")->check(CLI::PositiveNumber);
   app.add_option("--rounds", c.rounds, "rounds per strategy")->check(CLI::PositiveNumber);
@@ -218,8 +223,12 @@ int main(int argc, char** argv) {
 
   try {
     (void)backups_named(c.backups);  // a bad --backups fails before anything is printed
-    const auto scenario =
-        with_outage(ata::models::make_preset(c.preset, c.workers), c.outage, c.timeout_multiple);
+    if (!c.scenario_file.empty()) c.preset = c.scenario_file;
+    const auto scenario = with_outage(c.scenario_file.empty()
+                                          ? ata::models::make_preset(c.preset, c.workers)
+                                          : ata::models::load_scenario(c.scenario_file),
+                                      c.outage, c.timeout_multiple);
+    c.workers = scenario.workers();
     const auto seconds = scenario.scaled(c.unit_us * 1e-6);
     std::printf(
         "preset %s, n = %zu, B = %zu, %zu rounds, 1 unit = %g us, seed %llu, outage %g "

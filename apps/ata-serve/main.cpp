@@ -56,7 +56,7 @@ struct Options {
   std::string load_aware = "on";
   std::string backups = "off";
   std::string binding = "arrival";
-  std::string cpus;  // comma list, worker i pinned to CPU LIST[i]
+  std::string cpus;                  // comma list, worker i pinned to CPU LIST[i]
   std::optional<double> work_price;  // empty: 1/n (ata::Objective)
   std::string trace_path;            // empty: no trace
   std::size_t trace_rounds = 20;
@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
   app.add_option("--unit-us", o.unit_us, "microseconds per model unit of delay")
       ->check(ata::apps::kPositiveNumber);
   app.add_flag("--burn", o.burn, "spin on the CPU instead of sleeping the delays");
-  app.add_option("--strategy", o.strategy, "gta, ofta, uta, ata, ata-e, ata-auto, pull or race:M");
+  app.add_option("--strategy", o.strategy,
+                 "gta, ofta, uta, ata, ata-e, ata-auto, pull, race:M or race:M@F");
   app.add_option("--seed", o.seed, "seed of the workers' delays, ata-auto, and unseeded requests")
       ->transform(ata::apps::whole_number(0));
   app.add_option("--draws", o.draws, "Monte Carlo draws per task")

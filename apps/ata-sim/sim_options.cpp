@@ -40,14 +40,16 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
       ->transform(whole_number(0));
   std::string strategies;
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
-  app.add_option("--strategies", strategies,
-                 "comma list of gta, ofta, eofta (the allocation of least expected round time), "
-                 "uta, ata, ata-e, ata-auto (no alpha or eta), pull, race:M (a race of the M "
-                 "fastest workers), frontier (the best fixed plan, chosen by probe runs on the true "
-                 "laws); ofta, eofta, frontier and gta always run (eofta and frontier only where "
-                 "they fit: else a note says so); the asynchronous streams ringmaster (every worker), "
-                 "ringmaster-ata (learned selection), ringmaster-oracle (selection from the true "
-                 "laws), with --delay-threshold (docs/async.md)")
+  app.add_option(
+         "--strategies", strategies,
+         "comma list of gta, ofta, eofta (the allocation of least expected round time), "
+         "uta, ata, ata-e, ata-auto (no alpha or eta), pull, race:M (a race of the M "
+         "fastest workers), race:M@F (the same, each copy restarted past F x its mean), frontier "
+         "(the best fixed plan, chosen by probe runs on the true "
+         "laws); ofta, eofta, frontier and gta always run (eofta and frontier only where "
+         "they fit: else a note says so); the asynchronous streams ringmaster (every worker), "
+         "ringmaster-ata (learned selection), ringmaster-oracle (selection from the true "
+         "laws), with --delay-threshold (docs/async.md)")
       ->check(strategy_list(extra_strategies()));
   app.add_option("--alpha", o.alpha,
                  "ATA's bound on the sub-exponential norms (default: max_i mu_i)")
@@ -121,13 +123,15 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
   command_line.help = parse_arguments(app, argc, argv);
   o.strategies = strategies_with_yardsticks(strategies, {"ofta", "eofta", "frontier", "gta"});
   if (command_line.help) return command_line;
-  if (o.target && !o.sgd) throw UsageError("--target: needs --sgd, got '" + general(*o.target, 6) + "'");
-  const bool streams = std::any_of(o.strategies.begin(), o.strategies.end(), [](const std::string& s) {
-    return sim::stream_selection(s).has_value();
-  });
+  if (o.target && !o.sgd)
+    throw UsageError("--target: needs --sgd, got '" + general(*o.target, 6) + "'");
+  const bool streams =
+      std::any_of(o.strategies.begin(), o.strategies.end(),
+                  [](const std::string& s) { return sim::stream_selection(s).has_value(); });
   if (streams && o.delay_threshold == 0) {
-    throw UsageError("--delay-threshold: required by the ringmaster strategies (Ringmaster's R; "
-                     "its theory takes ceil(sigma^2 / epsilon)), got ''");
+    throw UsageError(
+        "--delay-threshold: required by the ringmaster strategies (Ringmaster's R; "
+        "its theory takes ceil(sigma^2 / epsilon)), got ''");
   }
   return command_line;
 }
@@ -135,9 +139,10 @@ CommandLine<SimOptions> parse_sim_options(int argc, const char* const* argv) {
 double estimated_draws(const SimOptions& options, std::size_t workers) {
   const double dim = options.sgd ? static_cast<double>(options.dim) : 0.0;
   const double per_round = static_cast<double>(options.batch) + static_cast<double>(workers) + dim;
-  const double gradients = options.stream_gradients > 0
-                               ? static_cast<double>(options.stream_gradients)
-                               : static_cast<double>(options.rounds) * static_cast<double>(options.batch);
+  const double gradients =
+      options.stream_gradients > 0
+          ? static_cast<double>(options.stream_gradients)
+          : static_cast<double>(options.rounds) * static_cast<double>(options.batch);
   double draws = 0.0;
   for (const auto& s : options.strategies) {
     draws += sim::stream_selection(s) ? gradients * (static_cast<double>(workers) + dim)

@@ -183,15 +183,15 @@ CLI::Validator strategy_list(std::vector<std::string> extra) {
           if (std::find(names.begin(), names.end(), item) != names.end()) continue;
           if (item.empty()) {
             return "empty item in '" + excerpt(text) +
-                   "' (two commas in a row, or one at an end?); expected a comma list of " +
-                   known + ", race:M";
+                   "' (two commas in a row, or one at an end?); expected a comma list of " + known +
+                   ", race:M, race:M@F";
           }
           try {
             require_policy_name(item);
           } catch (const InvalidArgument& e) {
             if (std::string_view(e.what()).starts_with("unknown strategy")) {
               return "unknown strategy '" + excerpt(item) + "'; expected one of: " + known +
-                     ", race:M";
+                     ", race:M, race:M@F";
             }
             return e.what();
           }

@@ -115,11 +115,12 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   for (const auto& s : o.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   app.add_option("--strategies", strategies,
                  "comma list of gta, ofta, uta, ata, ata-e, ata-auto, pull, race:M (a race of "
-                 "the M fastest workers); the asynchronous streams ringmaster (every worker), "
+                 "the M fastest workers), race:M@F (the same, each copy restarted past F x its "
+                 "mean); the asynchronous streams ringmaster (every worker), "
                  "ringmaster-ata (learned selection), ringmaster-oracle (selection from the "
                  "scenario's means), with --delay-threshold (docs/async.md)")
-      ->check(apps::strategy_list(
-          std::vector<std::string>(stream_strategy_names().begin(), stream_strategy_names().end())));
+      ->check(apps::strategy_list(std::vector<std::string>(stream_strategy_names().begin(),
+                                                           stream_strategy_names().end())));
   app.add_option("--alpha", o.alpha,
                  "ATA's alpha in microseconds (default: the largest mean task time)")
       ->check(apps::kPositiveNumber);
@@ -162,17 +163,20 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
   command_line.help = apps::parse_arguments(app, argc, argv);
   if (command_line.help) return command_line;  // flags that do not go together do not matter
   o.strategies = apps::strategies_with_yardsticks(strategies);
-  const bool streams = std::any_of(o.strategies.begin(), o.strategies.end(), [](const std::string& s) {
-    return stream_selection(s).has_value();
-  });
+  const bool streams =
+      std::any_of(o.strategies.begin(), o.strategies.end(),
+                  [](const std::string& s) { return stream_selection(s).has_value(); });
   if (streams && o.delay_threshold == 0) {
-    throw apps::UsageError("--delay-threshold: required by the ringmaster strategies (Ringmaster's R), got ''");
+    throw apps::UsageError(
+        "--delay-threshold: required by the ringmaster strategies (Ringmaster's R), got ''");
   }
   if (!streams) {
-    for (const char* flag : {"--delay-threshold", "--stops", "--stream-step", "--stream-gradients"}) {
+    for (const char* flag :
+         {"--delay-threshold", "--stops", "--stream-step", "--stream-gradients"}) {
       if (app.count(flag) > 0) {
-        throw apps::UsageError(std::string(flag) +
-                               ": applies to the ringmaster strategies only; none is in --strategies");
+        throw apps::UsageError(
+            std::string(flag) +
+            ": applies to the ringmaster strategies only; none is in --strategies");
       }
     }
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -19,30 +21,50 @@
 namespace ata {
 
 namespace {
-constexpr std::array<std::string_view, 7> kNames{"gta", "ofta", "uta", "ata", "ata-e", "ata-auto", "pull"};
+constexpr std::array<std::string_view, 7> kNames{"gta",   "ofta",     "uta", "ata",
+                                                 "ata-e", "ata-auto", "pull"};
 constexpr std::string_view kRacePrefix = "race:";
 
-// M of "race:M"; std::nullopt for another name. Throws for "race:" followed by anything but
-// a whole number >= 1.
-std::optional<std::size_t> race_members(std::string_view name) {
-  if (!name.starts_with(kRacePrefix)) return std::nullopt;
-  const std::string_view digits = name.substr(kRacePrefix.size());
+struct RaceName {
   std::size_t members = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), members);
+  double restart_factor = std::numeric_limits<double>::infinity();
+};
+
+// M and F of "race:M" or "race:M@F"; std::nullopt for another name. Throws for "race:"
+// followed by anything but a whole number >= 1, optionally then '@' and a finite number > 0.
+std::optional<RaceName> race_name(std::string_view name) {
+  if (!name.starts_with(kRacePrefix)) return std::nullopt;
+  const std::string_view rest = name.substr(kRacePrefix.size());
+  const std::size_t at = rest.find('@');
+  const std::string_view digits = rest.substr(0, at);
+  RaceName race;
+  const auto [end, error] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), race.members);
   if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() ||
-      members == 0) {
+      race.members == 0) {
     throw InvalidArgument("strategy '" + detail::excerpt(name) +
                           "': race:M needs M, the number of workers that race, as a whole "
                           "number >= 1");
   }
-  return members;
+  if (at == std::string_view::npos) return race;
+  const std::string_view factor = rest.substr(at + 1);
+  const auto [factor_end, factor_error] =
+      std::from_chars(factor.data(), factor.data() + factor.size(), race.restart_factor);
+  if (factor.empty() || factor_error != std::errc{} ||
+      factor_end != factor.data() + factor.size() || !std::isfinite(race.restart_factor) ||
+      race.restart_factor <= 0.0) {
+    throw InvalidArgument("strategy '" + detail::excerpt(name) +
+                          "': race:M@F needs F, the restart budget as a multiple of each "
+                          "racer's mean, as a finite number > 0 (race:8@0.5)");
+  }
+  return race;
 }
 
 [[noreturn]] void throw_unknown(std::string_view name) {
   std::string known;
   for (const auto n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw InvalidArgument("unknown strategy '" + detail::excerpt(name) + "'; expected one of: " +
-                        known + ", race:M");
+  throw InvalidArgument("unknown strategy '" + detail::excerpt(name) +
+                        "'; expected one of: " + known + ", race:M, race:M@F");
 }
 
 }  // namespace
@@ -51,7 +73,7 @@ std::span<const std::string_view> policy_names() noexcept { return kNames; }
 
 void require_policy_name(std::string_view name) {
   if (std::find(kNames.begin(), kNames.end(), name) != kNames.end()) return;
-  if (!race_members(name)) throw_unknown(name);
+  if (!race_name(name)) throw_unknown(name);
 }
 
 std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
@@ -69,7 +91,9 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
                                                         .set_objective(options.objective));
   }
   if (name == "ata") {
-    if (!options.alpha) throw InvalidArgument("strategy 'ata' needs alpha (a bound on the workers' sub-exponential norms)");
+    if (!options.alpha)
+      throw InvalidArgument(
+          "strategy 'ata' needs alpha (a bound on the workers' sub-exponential norms)");
     return std::make_unique<AtaPolicy>(workers, *options.alpha);
   }
   if (name == "ofta") {
@@ -80,14 +104,14 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
     }
     return std::make_unique<OraclePolicy>(options.means);
   }
-  if (const auto members = race_members(name)) {
+  if (const auto race = race_name(name)) {
     if (options.means.size() != workers) {
-      throw InvalidArgument("strategy '" + std::string(name) + "' needs the true mean of each of the " +
-                            std::to_string(workers) + " workers, got " +
-                            std::to_string(options.means.size()));
+      throw InvalidArgument("strategy '" + std::string(name) +
+                            "' needs the true mean of each of the " + std::to_string(workers) +
+                            " workers, got " + std::to_string(options.means.size()));
     }
-    return std::make_unique<FixedPlanPolicy>(std::string(name),
-                                             race_of_fastest(options.means, *members));
+    return std::make_unique<FixedPlanPolicy>(
+        std::string(name), race_of_fastest(options.means, race->members, race->restart_factor));
   }
   throw_unknown(name);
 }

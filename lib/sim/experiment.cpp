@@ -12,6 +12,7 @@
 #include "ata/sim/ringmaster_stream.hpp"
 #include "ata/sim/simulation.hpp"
 #include "core/checks.hpp"
+#include "core/plan_evaluator.hpp"
 
 namespace ata::sim {
 
@@ -23,9 +24,9 @@ namespace {
 
 void require_finite_suboptimality(double suboptimality, const std::string& where, double step) {
   if (!std::isfinite(suboptimality)) {
-    throw Error("SGD on the quadratic diverged by " + where + " (f(x) - f* = " +
-                detail::to_text(suboptimality) + "): step size " + detail::to_text(step) +
-                " is too large");
+    throw Error("SGD on the quadratic diverged by " + where +
+                " (f(x) - f* = " + detail::to_text(suboptimality) + "): step size " +
+                detail::to_text(step) + " is too large");
   }
 }
 
@@ -73,8 +74,8 @@ StrategyRun run_stream(const ExperimentConfig& config, std::string_view strategy
   options.gradients_per_round = config.batch;
   RingmasterStream stream(config.scenario, options, *consumer);
 
-  const std::size_t cap = config.stream_max_gradients > 0 ? config.stream_max_gradients
-                                                          : config.rounds * config.batch;
+  const std::size_t cap =
+      config.stream_max_gradients > 0 ? config.stream_max_gradients : config.rounds * config.batch;
   StrategyRun run;
   run.name = std::string(strategy);
   run.stream = true;
@@ -124,7 +125,8 @@ StrategyRun run_stream(const ExperimentConfig& config, std::string_view strategy
   run.tasks_stopped = stream.stopped();
   if (const RingmasterSelection* learned = stream.learned()) {
     std::size_t selected = 0;
-    for (std::size_t i = 0; i < config.scenario.workers(); ++i) selected += learned->selected(i) ? 1 : 0;
+    for (std::size_t i = 0; i < config.scenario.workers(); ++i)
+      selected += learned->selected(i) ? 1 : 0;
     run.selected_workers = selected;
     run.probes = learned->probes();
     run.changes_detected = learned->changes_detected() + learned->censored_alarms();
@@ -167,7 +169,8 @@ std::vector<std::size_t> frontier_race_grid(std::size_t workers) {
 }
 
 std::size_t frontier_max_probes(std::size_t workers) {
-  return frontier_race_grid(workers).size() + 16 + 2;
+  return frontier_race_grid(workers).size() + 16 +
+         ata::detail::PlanEvaluator::kRestartBudgets.size() + 2;
 }
 
 FrontierChoice choose_frontier(const ExperimentConfig& config) {
@@ -194,7 +197,7 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
     std::size_t best = 0;
     double value = 0.0;
     for (const auto& c : choice.candidates) {
-      if (!c.plan.starts_with("race:")) continue;
+      if (!c.plan.starts_with("race:") || c.plan.find('@') != std::string::npos) continue;
       const auto m = static_cast<std::size_t>(std::stoull(c.plan.substr(5)));
       if (best == 0 || c.objective < value) {
         best = m;
@@ -214,6 +217,12 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
       probe_plan("race:" + std::to_string(k));
     }
   }
+  // The best race with the restart budgets ata-auto tries (in multiples of each racer's mean),
+  // which pay on heavy tails.
+  const std::string race_to_restart = "race:" + std::to_string(best_race());
+  for (const double factor : ata::detail::PlanEvaluator::kRestartBudgets) {
+    probe_plan(race_to_restart + "@" + ata::detail::to_text(factor));
+  }
   probe_plan("ofta");
   const EoftaCost cost = estimate_eofta_cost(probe, config.frontier_eofta_sweep_terms);
   if (cost.fits()) {
@@ -225,9 +234,10 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
   } else {
     choice.eofta_note = cost.reason;
   }
-  const auto best = std::min_element(
-      choice.candidates.begin(), choice.candidates.end(),
-      [](const FrontierCandidate& a, const FrontierCandidate& b) { return a.objective < b.objective; });
+  const auto best = std::min_element(choice.candidates.begin(), choice.candidates.end(),
+                                     [](const FrontierCandidate& a, const FrontierCandidate& b) {
+                                       return a.objective < b.objective;
+                                     });
   choice.plan = best->plan;
   choice.probe_objective = best->objective;
   return choice;
@@ -299,7 +309,8 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   // Traced rounds: the first N as they come, the last N in a ring (slot k mod N).
   const std::size_t keep = config.traced_rounds;
   if (keep > 0) simulation.set_copy_records(true);
-  std::vector<TracedRound> last_rounds(config.rounds - std::min(keep, config.rounds) > keep ? keep : 0);
+  std::vector<TracedRound> last_rounds(config.rounds - std::min(keep, config.rounds) > keep ? keep
+                                                                                            : 0);
   const std::size_t progress_every = std::max<std::size_t>(1, config.rounds / 100);
   for (std::size_t k = 1; k <= config.rounds; ++k) {
     const RoundRecord r = simulation.run_round();
@@ -320,7 +331,8 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     run.backup_copies += r.backup_copies;
     run.stopped_copies += r.stopped_copies;
     if (sgd) sgd->step(config.batch);
-    if (sgd && config.sgd_target && !run.target_wall_time && sgd->suboptimality() <= *config.sgd_target) {
+    if (sgd && config.sgd_target && !run.target_wall_time &&
+        sgd->suboptimality() <= *config.sgd_target) {
       run.target_wall_time = run.wall_time;
       run.target_worker_time = run.worker_time;
       run.target_gradients = k * config.batch;
@@ -328,9 +340,8 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
     if (k * points >= next_point * config.rounds) {
       const double suboptimality = sgd ? sgd->suboptimality() : 0.0;
       require_finite_suboptimality(suboptimality, "round " + std::to_string(k), config.sgd_step);
-      TracePoint& point =
-          run.trace.emplace_back(TracePoint{k, run.wall_time, run.worker_time, run.regret,
-                                            suboptimality, {}});
+      TracePoint& point = run.trace.emplace_back(
+          TracePoint{k, run.wall_time, run.worker_time, run.regret, suboptimality, {}});
       if (config.record_learning) {
         // ATA-Auto believes its own estimate (which forgets what a change made stale), the
         // others the observed mean.
@@ -343,7 +354,8 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
       }
       ++next_point;
     }
-    if (progress && k % progress_every == 0) progress(static_cast<double>(k) / static_cast<double>(config.rounds));
+    if (progress && k % progress_every == 0)
+      progress(static_cast<double>(k) / static_cast<double>(config.rounds));
   }
   for (std::size_t j = 1; j <= last_rounds.size(); ++j) {  // oldest first
     run.traced_rounds.push_back(std::move(last_rounds[(config.rounds + j) % keep]));

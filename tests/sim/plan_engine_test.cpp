@@ -12,9 +12,9 @@
 
 #include "ata/ata.hpp"
 
-using ata::sim::CopyRecord;
 using ata::models::Scenario;
 using ata::models::TimeModel;
+using ata::sim::CopyRecord;
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 using Outcome = CopyRecord::Outcome;
@@ -35,7 +35,8 @@ std::size_t count(const std::vector<CopyRecord>& copies, Outcome outcome) {
 
 }  // namespace
 
-TEST_CASE("a fungible race of a subset ends at the B-th result and censors what runs", "[sim][plan]") {
+TEST_CASE("a fungible race of a subset ends at the B-th result and censors what runs",
+          "[sim][plan]") {
   const std::vector<std::size_t> members{0, 2};
   ata::FixedPlanPolicy race("race", ata::Plan::race(3, members, ata::RaceKind::fungible));
   ata::sim::Simulation sim(constant({1.0, 0.1, 2.5}), race, 3, 1);
@@ -149,15 +150,16 @@ TEST_CASE("a budget every copy outlasts backs off after 64 restarts in a row, an
   constexpr std::size_t kToFinish = ata::kRestartsBeforeBackoff + 4;
   for (const auto kind : {ata::RaceKind::fungible, ata::RaceKind::indexed}) {
     CAPTURE(static_cast<int>(kind));
-    ata::FixedPlanPolicy tight("tight", ata::Plan::race(2, kind).set_restart_after(0, 1.0)
-                                            .set_restart_after(1, 1.0));
+    ata::FixedPlanPolicy tight(
+        "tight", ata::Plan::race(2, kind).set_restart_after(0, 1.0).set_restart_after(1, 1.0));
     ata::sim::Simulation sim(constant({10.0, 10.0}), tight, 2, 1);
     const auto r = sim.run_round();
     CHECK(r.restarts == 2 * kToFinish);
     CHECK(r.wall_time == Approx(65.0 + 2.0 + 4.0 + 8.0 + 10.0));  // 65 copies of budget 1
   }
   // A copy that ends within its budget starts the count again.
-  ata::FixedPlanPolicy quotas("tight quotas", ata::Plan(1).set_quota(0, 2).set_restart_after(0, 1.0));
+  ata::FixedPlanPolicy quotas("tight quotas",
+                              ata::Plan(1).set_quota(0, 2).set_restart_after(0, 1.0));
   ata::sim::Simulation one(constant({10.0}), quotas, 2, 1);
   CHECK(one.run_round().restarts == 2 * kToFinish);
 }
@@ -209,6 +211,37 @@ TEST_CASE("race:M races the M fastest by true mean", "[sim][plan]") {
   CHECK_THROWS_MATCHES(ata::require_policy_name("rase:2"), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(ContainsSubstring("race:M")));
   CHECK_NOTHROW(ata::require_policy_name("race:1000"));
+}
+
+TEST_CASE("race:M@F restarts each racer's copy past F x its true mean", "[sim][plan][restarts]") {
+  ata::PolicyOptions options;
+  options.means = {3.0, 1.0, 2.0, 1.0};
+  const auto race = ata::make_policy("race:3@0.5", 4, options);
+  CHECK(race->name() == "race:3@0.5");
+  const ata::Plan plan = race->plan(5);
+  CHECK(std::vector<std::size_t>(plan.racers().begin(), plan.racers().end()) ==
+        std::vector<std::size_t>{1, 2, 3});
+  CHECK(plan.restart_after(1) == 0.5);
+  CHECK(plan.restart_after(2) == 1.0);
+  CHECK(plan.restart_after(3) == 0.5);
+  CHECK(plan.restart_after(0) == std::numeric_limits<double>::infinity());
+  // The budget applies in the simulator: a copy of constant time 1 on a budget of 0.5 x 1
+  // restarts 65 times (the back-off starts past kRestartsBeforeBackoff = 64 in a row), then the
+  // budget doubles to 1 and the copy ends at 1.
+  ata::PolicyOptions one;
+  one.means = {1.0};
+  const auto sim_race = ata::make_policy("race:1@0.5", 1, one);
+  ata::sim::Simulation sim(constant({1.0}), *sim_race, 1, 1);
+  const auto round = sim.run_round();
+  CHECK(round.wall_time == Approx(65 * 0.5 + 1.0));
+  for (const char* bad : {"race:3@", "race:3@0", "race:3@-1", "race:3@nan", "race:3@inf",
+                          "race:3@1x", "race:@1", "race:3@@1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_MATCHES(ata::require_policy_name(bad), ata::InvalidArgument,
+                         Catch::Matchers::MessageMatches(ContainsSubstring("race:M")));
+  }
+  CHECK_THROWS_MATCHES(ata::require_policy_name("race:3@0"), ata::InvalidArgument,
+                       Catch::Matchers::MessageMatches(ContainsSubstring("finite number > 0")));
 }
 
 TEST_CASE("plans that cannot run a batch are refused, naming the policy", "[sim][plan][errors]") {

@@ -3,6 +3,7 @@
 /// A fixed strategy: the same plan every round ("race:M", or any plan of your own).
 
 #include <cstddef>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,8 +40,12 @@ class FixedPlanPolicy final : public Policy {
 };
 
 /// The plan of "race:M": a fungible race of the `members` workers with the smallest `means`
-/// (ties by lower index). Throws ata::InvalidArgument for members = 0 or more than the
-/// workers, or a mean that is NaN or not positive.
-[[nodiscard]] Plan race_of_fastest(std::span<const double> means, std::size_t members);
+/// (ties by lower index). With a finite `restart_factor` F ("race:M@F"), a member's copy that
+/// has run F x its mean is stopped and started afresh (Plan::set_restart_after), which pays on
+/// heavy tails. Throws ata::InvalidArgument for members = 0 or more than the workers, a mean
+/// that is NaN or not positive, or a factor that is NaN or not positive (+infinity: no
+/// restarts).
+[[nodiscard]] Plan race_of_fastest(std::span<const double> means, std::size_t members,
+                                   double restart_factor = std::numeric_limits<double>::infinity());
 
 }  // namespace ata
