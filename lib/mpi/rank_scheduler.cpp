@@ -42,6 +42,12 @@ constexpr double kEarlyWake = 0.2;
 constexpr auto kShortestSleep = std::chrono::microseconds(50);
 constexpr auto kLongestBackoff = std::chrono::microseconds(200);
 constexpr auto kLongestNap = std::chrono::milliseconds(5);  // deadlines are checked after it
+// In a fungible race the racers compute back to back whatever the root does, and their results
+// wait in MPI's queue: only the B-th result's wait costs time. The root sleeps this share of
+// the expected time to the result before it (the results still missing but one, over the
+// racers' summed rates), so its sleeps shorten as the round nears its end, and it polls for
+// the last one as before.
+constexpr double kRaceWake = 0.5;
 
 // The weight of a new round-trip sample in the learned round trip.
 constexpr double kRoundTripWeight = 0.25;
@@ -281,9 +287,12 @@ struct RankScheduler::State {
 
   // How long the root sleeps before its next poll: until shortly before the earliest answer
   // expected, then a backoff from that point (or from the last message, without expectations).
+  // `race_wait`: in a fungible race, how long the results still missing may wait (kRaceWake).
   Clock::duration idle_sleep(const std::vector<Share>& shares, Clock::time_point now,
-                             Clock::time_point last_progress) const {
+                             Clock::time_point last_progress,
+                             std::optional<Clock::duration> race_wait) const {
     std::optional<Clock::time_point> wake;
+    if (race_wait) wake = now + *race_wait;
     Clock::time_point earliest_deadline = now + kLongestNap;
     for (const auto& sh : shares) {
       earliest_deadline = std::min(earliest_deadline, sh.deadline);
@@ -480,6 +489,21 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     s.send(w, wire::kWork, s.work_message(false, task, {next_claim}, input));
     shares.push_back(s.share(w, {next_claim}, false));
     ++next_claim;
+  };
+  // A fungible race's results still missing, `missing`, arrive at the racers' summed rates: the
+  // root may sleep kRaceWake of the time all but the last take (unknown while a racer has no
+  // mean yet).
+  const auto race_wait = [&](std::size_t missing) -> std::optional<Clock::duration> {
+    if (!greedy || missing < 3) return std::nullopt;
+    double rate = 0.0;
+    for (std::size_t w = 0; w < n; ++w) {
+      if (!started[w] || s.lost[w]) continue;
+      const auto mean = s.expected_task_seconds(w);
+      if (!mean || !(*mean > 0.0)) return std::nullopt;
+      rate += 1.0 / *mean;
+    }
+    if (!(rate > 0.0)) return std::nullopt;
+    return span(kRaceWake * static_cast<double>(missing - 2) / rate);
   };
   const auto any_live_racer = [&] {
     return std::any_of(plan.racers().begin(), plan.racers().end(),
@@ -714,7 +738,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           " (lost ranks: " + (which.empty() ? "none" : which) + ")");
     }
     // The root must not take a worker's core: it sleeps while no answer is expected.
-    std::this_thread::sleep_for(s.idle_sleep(shares, Clock::now(), last_progress));
+    std::this_thread::sleep_for(
+        s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished)));
   }
   s.raced = started;
   // Greedy: each rank's task cut short by the stop, a censored observation (as the simulator

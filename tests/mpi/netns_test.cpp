@@ -375,31 +375,41 @@ TEST_CASE("lost packets: TCP resends them, every round has its B results",
   }
 }
 
-TEST_CASE("the root waits for answers without spinning", "[netns][idle]") {
-  REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);
-  const auto ata = policy("ata");
-  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *ata);
-  // Polling every 50 us, as the root did before, took about 10% of the rounds. A neighbour's
-  // burst of load can push one measurement past 5% (seen once in a parallel ctest): up to
-  // three measurements of 180 rounds; a root that spins fails every one.
+// The root's CPU over its rounds' wall time under `strategy`, after 20 rounds of learning the
+// means (when the root cannot predict answers). A neighbour's burst of load can push one
+// measurement past 5% (seen once in a parallel ctest): up to three measurements of 180 rounds,
+// the first under 5% kept; a root that spins fails every one.
+double root_cpu_share(const std::string& strategy, bool fungible) {
+  const auto chosen = policy(strategy);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, *chosen);
   double share = 1.0;
-  std::chrono::nanoseconds cpu{0};
   for (int attempt = 0; attempt < 3 && share >= 0.05; ++attempt) {
-    cpu = std::chrono::nanoseconds{0};
+    std::chrono::nanoseconds cpu{0};
     std::chrono::nanoseconds wall{0};
     for (int round = 0; round < 200; ++round) {
-      const auto batch = run_checked(root, 6);
-      if (round < 20) continue;  // learning the means, when the root cannot predict answers
+      // A fungible race's results are samples, not task numbers: their count is checked.
+      const auto batch = fungible ? root.run(6, "echo", input()) : run_checked(root, 6);
+      REQUIRE(accepted(batch.report) == 6);
+      if (round < 20) continue;
       cpu += batch.root_cpu;
       wall += batch.report.wall;
     }
+    REQUIRE(cpu > std::chrono::nanoseconds{0});
     share = std::chrono::duration<double>(cpu) / std::chrono::duration<double>(wall);
-    std::printf("root CPU %.4f s in %.3f s of rounds (%.2f%%)\n",
+    std::printf("%s: root CPU %.4f s in %.3f s of rounds (%.2f%%)\n", strategy.c_str(),
                 std::chrono::duration<double>(cpu).count(),
                 std::chrono::duration<double>(wall).count(), 100.0 * share);
   }
-  CHECK(share < 0.05);
-  CHECK(cpu > std::chrono::nanoseconds{0});
+  return share;
+}
+
+TEST_CASE("the root waits for answers without spinning", "[netns][idle]") {
+  REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);
+  // Quotas: polling every 50 us, as the root did before, took about 10% of the rounds.
+  CHECK(root_cpu_share("ata", false) < 0.05);
+  // A fungible race: results arrive one by one all round; polling 50 to 200 us after each took
+  // 10 to 13% (GTA and ata-auto's races in ata-mpi-sgd on 8 ranks).
+  CHECK(root_cpu_share("gta", true) < 0.05);
 }
 
 int main(int argc, char** argv) {
