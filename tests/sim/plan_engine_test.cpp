@@ -191,7 +191,8 @@ TEST_CASE("quota plans: the shortcut and the events agree", "[sim][plan][propert
   }
 }
 
-TEST_CASE("race:M races the M fastest by true mean", "[sim][plan]") {
+TEST_CASE("race:M races the M fastest by true mean; race:M@F restarts each racer past F x it",
+          "[sim][plan][restarts]") {
   ata::PolicyOptions options;
   options.means = {3.0, 1.0, 2.0, 1.0};
   const auto race = ata::make_policy("race:2", 4, options);
@@ -211,20 +212,17 @@ TEST_CASE("race:M races the M fastest by true mean", "[sim][plan]") {
   CHECK_THROWS_MATCHES(ata::require_policy_name("rase:2"), ata::InvalidArgument,
                        Catch::Matchers::MessageMatches(ContainsSubstring("race:M")));
   CHECK_NOTHROW(ata::require_policy_name("race:1000"));
-}
+  CHECK_FALSE(plan.has_restarts());
 
-TEST_CASE("race:M@F restarts each racer's copy past F x its true mean", "[sim][plan][restarts]") {
-  ata::PolicyOptions options;
-  options.means = {3.0, 1.0, 2.0, 1.0};
-  const auto race = ata::make_policy("race:3@0.5", 4, options);
-  CHECK(race->name() == "race:3@0.5");
-  const ata::Plan plan = race->plan(5);
-  CHECK(std::vector<std::size_t>(plan.racers().begin(), plan.racers().end()) ==
+  const auto restarting = ata::make_policy("race:3@0.5", 4, options);
+  CHECK(restarting->name() == "race:3@0.5");
+  const ata::Plan with_budgets = restarting->plan(5);
+  CHECK(std::vector<std::size_t>(with_budgets.racers().begin(), with_budgets.racers().end()) ==
         std::vector<std::size_t>{1, 2, 3});
-  CHECK(plan.restart_after(1) == 0.5);
-  CHECK(plan.restart_after(2) == 1.0);
-  CHECK(plan.restart_after(3) == 0.5);
-  CHECK(plan.restart_after(0) == std::numeric_limits<double>::infinity());
+  CHECK(with_budgets.restart_after(1) == 0.5);
+  CHECK(with_budgets.restart_after(2) == 1.0);
+  CHECK(with_budgets.restart_after(3) == 0.5);
+  CHECK(with_budgets.restart_after(0) == std::numeric_limits<double>::infinity());
   // The budget applies in the simulator: a copy of constant time 1 on a budget of 0.5 x 1
   // restarts 65 times (the back-off starts past kRestartsBeforeBackoff = 64 in a row), then the
   // budget doubles to 1 and the copy ends at 1.
