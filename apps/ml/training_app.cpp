@@ -40,8 +40,9 @@ models::Scenario load_scenario(const TrainingOptions& o) {
     return models::Scenario(kNoScenario,
                             std::vector<models::TimeModel>(n, models::TimeModel::constant(0.0)));
   }
-  auto scenario = apps::scenario_from_flag(o.scenario, o.workers, kDefaultTrainingWorkers,
-                                           std::max<std::size_t>(1, o.rounds / 2));
+  auto scenario = apps::scenario_from_flag(
+      o.scenario, o.workers, kDefaultTrainingWorkers,
+      o.change_round != 0 ? o.change_round : std::max<std::size_t>(1, o.rounds / 2));
   if (scenario.workers() > kMaxTrainingWorkers) {
     throw InvalidArgument("scenario " + o.scenario + " has " + std::to_string(scenario.workers()) +
                           " workers, more than the " + std::to_string(kMaxTrainingWorkers) +

@@ -107,6 +107,10 @@ apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* 
       ->transform(apps::whole_number(1, kMaxTrainingBatch));
   app.add_option("--rounds", o.rounds, "rounds at most, per strategy")
       ->transform(apps::whole_number(1, kMaxTrainingRounds));
+  app.add_option("--change-round", o.change_round,
+                 "round at which the 'slowdown' scenario slows worker 0 ten times (default: half "
+                 "of --rounds; a stream counts B gradients a round)")
+      ->transform(apps::whole_number(1, kMaxTrainingRounds));
   app.add_option("--step", o.step, "step size")->check(apps::kPositiveNumber);
   app.add_option("--target-gap", o.target_gap, "stop at f - f* <= this share of the initial gap")
       ->check(apps::number_in(0.0, false, 1.0, false));

@@ -29,6 +29,7 @@ struct TrainingOptions {
   bool burn = false;
   std::size_t batch = 23;
   std::size_t rounds = 2000;
+  std::size_t change_round = 0;  ///< the round at which "slowdown" strikes; 0: half of rounds
   double step = 0.05;
   double target_gap = 0.01;
   std::uint64_t seed = 1;

@@ -12,6 +12,9 @@ expect_error "--bogus" --bogus
 expect_error "--target-gap" --target-gap 2
 expect_error "unknown problem 'svm'" --problem svm
 expect_error "unknown strategy 'fast'" --strategies fast
+expect_error "--change-round: must be a whole number from 1 to 1000000, got '0'" --change-round 0
+expect_error "race:M@F needs F" --strategies race:3@0
+expect_error "race:M@F needs F" --strategies race:3@nan
 expect_error "--work-price: must be a number >= 0, got '-1'" --work-price -1
 expect_error "--work-price: must be a number >= 0, got 'inf'" --work-price inf
 expect_error "unknown scenario 'nope'" --scenario nope
