@@ -173,6 +173,10 @@ std::size_t frontier_max_probes(std::size_t workers) {
          ata::detail::PlanEvaluator::kRestartBudgets.size() + 2;
 }
 
+namespace {
+constexpr double kRestartMargin = 0.01;
+}  // namespace
+
 FrontierChoice choose_frontier(const ExperimentConfig& config) {
   if (config.rounds < 1) throw InvalidArgument("number of rounds K must be >= 1, got 0");
   if (config.frontier_probe_rounds < 1) {
@@ -234,9 +238,15 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
   } else {
     choice.eofta_note = cost.reason;
   }
+  // A restart budget must beat its race without restarts by kRestartMargin: on memoryless or
+  // light tails a budget changes little, and the probes' noise alone would pick one.
+  const auto judged = [&](const FrontierCandidate& c) {
+    return c.plan.find('@') != std::string::npos ? c.objective * (1.0 + kRestartMargin)
+                                                 : c.objective;
+  };
   const auto best = std::min_element(choice.candidates.begin(), choice.candidates.end(),
-                                     [](const FrontierCandidate& a, const FrontierCandidate& b) {
-                                       return a.objective < b.objective;
+                                     [&](const FrontierCandidate& a, const FrontierCandidate& b) {
+                                       return judged(a) < judged(b);
                                      });
   choice.plan = best->plan;
   choice.probe_objective = best->objective;
