@@ -123,21 +123,31 @@ TEST_CASE("every allocated round returns exactly B results, by task", "[mpi]") {
   }
 }
 
+namespace {
+
+// One greedy round of 5 "number" tasks: 5 distinct results, all accepted, and no rank lost
+// (the slowest rank may finish no task in a round; its stop message keeps it alive).
+ata::mpi::RankBatch run_race_round(ata::mpi::RankScheduler& root) {
+  auto batch = root.run(5, "number", {});
+  REQUIRE(batch.results.size() == 5);
+  std::set<double> numbers;
+  for (const auto& r : batch.results) numbers.insert(value(r));
+  REQUIRE(numbers.size() == 5);  // distinct tasks
+  REQUIRE(accepted(batch.report) == 5);
+  REQUIRE(batch.events.empty());
+  return batch;
+}
+
+}  // namespace
+
 TEST_CASE("greedy rounds keep the first B results and discard the surplus", "[mpi]") {
   const auto gta = policy("gta");
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, *gta, patient());
   std::size_t surplus = 0;
   std::size_t late = 0;
   for (std::size_t round = 1; round <= 20; ++round) {
-    const auto batch = root.run(5, "number", {});
-    REQUIRE(batch.results.size() == 5);
-    std::set<double> numbers;
-    for (const auto& r : batch.results) numbers.insert(value(r));
-    REQUIRE(numbers.size() == 5);  // distinct tasks
+    const auto batch = run_race_round(root);
     REQUIRE(batch.report.allocation.total() == 5);
-    REQUIRE(accepted(batch.report) == 5);
-    // The slowest rank may finish no task in a round; its stop message keeps it alive.
-    REQUIRE(batch.events.empty());
     surplus += batch.report.discarded();
     late += batch.late_answers;
   }
@@ -162,13 +172,7 @@ TEST_CASE("a fungible race's restart budgets run on the ranks: samples past them
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, restarting, patient());
   std::size_t restarts = 0;
   for (std::size_t round = 1; round <= 20; ++round) {
-    const auto batch = root.run(5, "number", {});
-    REQUIRE(batch.results.size() == 5);
-    std::set<double> numbers;
-    for (const auto& r : batch.results) numbers.insert(value(r));
-    REQUIRE(numbers.size() == 5);
-    REQUIRE(accepted(batch.report) == 5);
-    REQUIRE(batch.events.empty());
+    const auto batch = run_race_round(root);
     restarts += batch.report.restarts;
     // A result counts only if it came within its rank's budget.
     for (const auto& t : batch.report.tasks) {
