@@ -92,6 +92,9 @@ class Lane {
     stuck_at_.store(stuck_at.time_since_epoch().count(), std::memory_order_release);
   }
   void clear_task() noexcept { stuck_at_.store(kNoTask, std::memory_order_release); }
+  // Waits `delay` (a sleep slowdown's draw), or until `stop`. Only from the chunk this lane
+  // runs, as run_slowed().
+  void pause(Clock::duration delay, const std::stop_token& stop);
   // How long the marked task has run if the lane is stuck at `now`, else 0. Thread-safe.
   [[nodiscard]] double stuck_for(Clock::time_point now) const noexcept {
     const auto stuck_at = stuck_at_.load(std::memory_order_acquire);
@@ -116,6 +119,8 @@ class Lane {
   // Sleep delays wait on this so that a stop request ends them early.
   std::mutex pause_mutex_;
   std::condition_variable_any pause_;
+  // How late this lane's timed waits wake, a running mean (see pause()).
+  Clock::duration wake_lateness_{0};
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;  // a chunk queued, a chunk done, or stopping
@@ -150,8 +155,7 @@ void Lane::run_slowed_with(Run&& run, const std::stop_token& stop, std::size_t r
       // Drawn first, so every task started consumes exactly one draw, whatever it does.
       const auto delay = slowdown_.draw(round, rng_);
       run();
-      std::unique_lock lock(pause_mutex_);
-      pause_.wait_for(lock, stop, delay, [] { return false; });
+      pause(delay, stop);
       return;
     }
     case Slowdown::Kind::burn: {

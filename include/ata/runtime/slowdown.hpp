@@ -25,7 +25,10 @@ namespace ata::runtime {
 ///
 /// - none: the task runs as it is.
 /// - sleep: after the task, the worker sleeps a delay drawn from the model (in model units of
-///   `unit` each). Costs no CPU, so many such workers share few cores faithfully.
+///   `unit` each). Costs no CPU, so many such workers share few cores faithfully. A timed
+///   wait wakes tens of microseconds late; each worker learns how late its own waits wake
+///   (a running mean) and wakes that much early, at most half a delay, so that delays average
+///   their draws: one may end a little early or late, by the spread of the wake-ups.
 /// - burn: as sleep, but the worker spins on the clock instead, keeping a core busy.
 /// - repeat: the task runs `times` times in a row and the last result counts: real extra
 ///   work, slowed by whatever slows the task itself.
