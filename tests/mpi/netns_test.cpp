@@ -405,11 +405,15 @@ double root_cpu_share(const std::string& strategy, bool fungible) {
 
 TEST_CASE("the root waits for answers without spinning", "[netns][idle]") {
   REQUIRE(std::getenv("ATA_CLUSTER") != nullptr);
+  // A spinning root takes 10 % and more; a sleeping one took 3.8 to 4.9 % here on one machine
+  // and 4.4 to 5.7 % on another, alone: the bound sits between the two behaviours, not at the
+  // 5 % that docs/mpi.md measures with ata-mpi-sgd on 8 ranks.
+  constexpr double kSpinFree = 0.08;
   // Quotas: polling every 50 us, as the root did before, took about 10% of the rounds.
-  CHECK(root_cpu_share("ata", false) < 0.05);
+  CHECK(root_cpu_share("ata", false) < kSpinFree);
   // A fungible race: results arrive one by one all round; polling 50 to 200 us after each took
   // 10 to 13% (GTA and ata-auto's races in ata-mpi-sgd on 8 ranks).
-  CHECK(root_cpu_share("gta", true) < 0.05);
+  CHECK(root_cpu_share("gta", true) < kSpinFree);
 }
 
 int main(int argc, char** argv) {
