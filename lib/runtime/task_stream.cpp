@@ -92,7 +92,8 @@ namespace detail {
 class StreamState final : public Chunk, public std::enable_shared_from_this<StreamState> {
  public:
   StreamState(LaneSet& lanes, DeadlineTimer& timer, StreamBody& body, const StreamOptions& options,
-              StreamCompletion on_complete, Observer* observer, std::size_t number)
+              StreamCompletion on_complete, Observer* observer, std::size_t number,
+              std::chrono::steady_clock::time_point called)
       : lanes_(lanes),
         timer_(timer),
         body_(body),
@@ -101,7 +102,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
         number_(number),
         stale_bound_(options.stale_bound()),
         clock_(TaskClock::instance()),
-        called_(std::chrono::steady_clock::now()),
+        called_(called),
         start_ticks_(clock_.now()),
         entries_(lanes.size()),
         slots_(lanes.size()) {
@@ -334,6 +335,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   const std::size_t number_;      // StreamStart::stream
   const std::optional<std::uint64_t> stale_bound_;
   const TaskClock& clock_;
+  // When run() was called: the deadline and the report's wall both count from it.
   const std::chrono::steady_clock::time_point called_;
   const TaskClock::Ticks start_ticks_;
   std::vector<QueueEntry> entries_;  // entries_[i]: the stream's place in lane i's queue
@@ -500,7 +502,8 @@ std::shared_ptr<StreamState> start_stream(TaskStream& stream, StreamBody& body,
   const std::vector<std::size_t> workers = first_workers(options, set.size());
   const std::size_t number = stream.streams_.fetch_add(1, std::memory_order_relaxed) + 1;
   auto state = std::make_shared<StreamState>(set, *stream.timer_, body, options,
-                                             std::move(on_complete), stream.observer_, number);
+                                             std::move(on_complete), stream.observer_, number,
+                                             called);
   state->tell_start(workers);
   if (options.deadline() && *options.deadline() == std::chrono::nanoseconds::zero()) {
     state->end_from_outside(StreamEnd::deadline);
