@@ -9,11 +9,21 @@ DeadlineTimer::~DeadlineTimer() {
   }
 }
 
-DeadlineTimer::Id DeadlineTimer::schedule(Clock::time_point when, std::function<void()> on_expiry) {
-  std::lock_guard lock(mutex_);
+void DeadlineTimer::launch_locked() {
   if (!thread_.joinable()) {
     thread_ = std::jthread([this](const std::stop_token& stop) { serve(stop); });
   }
+}
+
+void DeadlineTimer::start() {
+  std::unique_lock lock(mutex_);
+  launch_locked();
+  changed_.wait(lock, [&] { return serving_; });
+}
+
+DeadlineTimer::Id DeadlineTimer::schedule(Clock::time_point when, std::function<void()> on_expiry) {
+  std::lock_guard lock(mutex_);
+  launch_locked();
   const Id id = next_id_++;
   entries_.emplace(when, std::make_pair(id, std::move(on_expiry)));
   // The thread wakes at wake_at_ whatever was cancelled since: only an earlier entry needs it
@@ -21,7 +31,7 @@ DeadlineTimer::Id DeadlineTimer::schedule(Clock::time_point when, std::function<
   // once each.
   if (when < wake_at_) {
     wake_at_ = when;
-    changed_.notify_one();
+    changed_.notify_all();  // the thread, and any start() still waiting
   }
   return id;
 }
@@ -39,6 +49,8 @@ bool DeadlineTimer::cancel(Id id) {
 
 void DeadlineTimer::serve(const std::stop_token& stop) {
   std::unique_lock lock(mutex_);
+  serving_ = true;
+  changed_.notify_all();  // start() waits for it
   while (!stop.stop_requested()) {
     if (entries_.empty()) {
       // Until a schedule() sets wake_at_, even if its entry is cancelled before this thread

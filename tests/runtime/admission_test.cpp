@@ -127,3 +127,17 @@ TEST_CASE("a deadline scheduled after an earlier one was cancelled unseen still 
     CHECK(wait_for(1 + round, 10s) == 1 + round);
   }
 }
+
+TEST_CASE("a timer started ahead serves its entries, and one never used stops", "[runtime][deadline]") {
+  {
+    DeadlineTimer unused;
+    unused.start();  // returns once its thread serves; the destructor stops it
+  }
+  DeadlineTimer timer;
+  timer.start();
+  timer.start();  // already serving: returns at once
+  std::latch fired(1);
+  timer.schedule(DeadlineTimer::Clock::now(), [&] { fired.count_down(); });
+  fired.wait();
+  CHECK(fired.try_wait());
+}
