@@ -29,8 +29,8 @@ AsymmetricFence::AsymmetricFence() {
 #endif
 }
 
-bool AsymmetricFence::heavy_store_load(std::atomic<std::uint8_t>& flag,
-                                       const std::atomic<std::uint8_t>& other) const noexcept {
+bool AsymmetricFence::heavy_store_load(std::atomic_ref<std::uint8_t> flag,
+                                       std::atomic_ref<std::uint8_t> other) const noexcept {
   (void)flag.exchange(1, std::memory_order_seq_cst);
 #if defined(__linux__) && defined(__NR_membarrier)
   // Registered at construction, so it cannot fail.

@@ -16,8 +16,8 @@ class AsymmetricFence {
   static const AsymmetricFence& instance();
 
   // The frequent side: `flag` set, then `other` read; whether `other` was set.
-  [[nodiscard]] bool light_store_load(std::atomic<std::uint8_t>& flag,
-                                      const std::atomic<std::uint8_t>& other) const noexcept {
+  [[nodiscard]] bool light_store_load(std::atomic_ref<std::uint8_t> flag,
+                                      std::atomic_ref<std::uint8_t> other) const noexcept {
     if (membarrier_) {
       flag.store(1, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -27,8 +27,8 @@ class AsymmetricFence {
     return other.load(std::memory_order_seq_cst) != 0;
   }
   // The rare side: `flag` set, then `other` read; whether `other` was set.
-  [[nodiscard]] bool heavy_store_load(std::atomic<std::uint8_t>& flag,
-                                      const std::atomic<std::uint8_t>& other) const noexcept;
+  [[nodiscard]] bool heavy_store_load(std::atomic_ref<std::uint8_t> flag,
+                                      std::atomic_ref<std::uint8_t> other) const noexcept;
 
  private:
   AsymmetricFence();

@@ -243,9 +243,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   bool end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::size_t task,
                 TaskClock::Ticks start, std::chrono::nanoseconds duration,
                 std::exception_ptr error, bool in_chunk);
-  // A copy of `task` that claimed its result on `lane`: its record, the result, the lane's
-  // summary. Without the mutex (the claim makes the task the lane's alone).
-  void record_win(std::size_t lane, std::size_t task, TaskClock::Ticks start,
+  // A copy of `task` that claimed its result on `lane`, started `start` after the batch's
+  // origin: its record, the result, the lane's summary. Without the mutex (the claim makes
+  // the task the lane's alone).
+  void record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds start,
                   std::chrono::nanoseconds duration);
   // Requests stop of every copy of `task` running on a lane other than `winner`.
   void stop_other_copies(std::size_t task, std::size_t winner) noexcept;
@@ -398,7 +399,6 @@ struct Batch::Tracked {
                                                    // in TaskState::copies)
     std::atomic<std::size_t> wins{0};              // results it claimed (all_results_in())
     // The lane's own, unsynchronised: the accepted copies' times, for its summary.
-    std::size_t won = 0;
     std::int64_t won_shift = -1;  // the first accepted duration (ns): shifted sums are exact
     double won_sum = 0.0;         // of (duration - shift) in ns
     double won_squares = 0.0;
@@ -435,9 +435,9 @@ struct Batch::Tracked {
         rule(recovery.backups),
         lane(lanes),
         task(tasks),
-        claims(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
-        ended(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
-        copied(std::make_unique<std::atomic<std::uint8_t>[]>(tasks)),
+        claims(std::make_unique<std::uint8_t[]>(tasks)),
+        ended(std::make_unique<std::uint8_t[]>(tasks)),
+        copied(std::make_unique<std::uint8_t[]>(tasks)),
         view(lanes),
         view_task(lanes, kIdle),
         task_capacity(tasks) {}
@@ -450,7 +450,17 @@ struct Batch::Tracked {
   void forget_batch() noexcept;
 
   [[nodiscard]] bool done(std::size_t index) const noexcept {
-    return (claims[index].load(std::memory_order_acquire) & kDone) != 0;
+    return (claim(index).load(std::memory_order_acquire) & kDone) != 0;
+  }
+  // The per-task flags, atomic while a batch runs (see claims, ended, copied).
+  [[nodiscard]] std::atomic_ref<std::uint8_t> claim(std::size_t index) const noexcept {
+    return std::atomic_ref<std::uint8_t>(claims[index]);
+  }
+  [[nodiscard]] std::atomic_ref<std::uint8_t> ended_flag(std::size_t index) const noexcept {
+    return std::atomic_ref<std::uint8_t>(ended[index]);
+  }
+  [[nodiscard]] std::atomic_ref<std::uint8_t> copied_flag(std::size_t index) const noexcept {
+    return std::atomic_ref<std::uint8_t>(copied[index]);
   }
 
   Recovery recovery;
@@ -458,14 +468,16 @@ struct Batch::Tracked {
   BriefLock mutex;
   std::vector<LaneState> lane;
   std::vector<TaskState> task;
-  // Per task, without the mutex: kDone once a copy claimed its result (a read-modify-write
-  // wherever two copies may end; a store where a chunk's copy ran alone).
-  std::unique_ptr<std::atomic<std::uint8_t>[]> claims;
-  // Per task, the two sides of the handshake between a chunk's copy ending and a backup copy
-  // starting (AsymmetricFence): of the two, at least one sees the other's flag, so a chunk's
-  // copy that sees no backup started may claim with a store.
-  std::unique_ptr<std::atomic<std::uint8_t>[]> ended;
-  std::unique_ptr<std::atomic<std::uint8_t>[]> copied;
+  // Per task, without the mutex, through std::atomic_ref (claim(), ended_flag(),
+  // copied_flag()): plain bytes, so that reset() clears them as one block between batches.
+  // claims: kDone once a copy claimed its result (a read-modify-write wherever two copies may
+  // end; a store where a chunk's copy ran alone).
+  std::unique_ptr<std::uint8_t[]> claims;
+  // The two sides of the handshake between a chunk's copy ending and a backup copy starting
+  // (AsymmetricFence): of the two, at least one sees the other's flag, so a chunk's copy that
+  // sees no backup started may claim with a store.
+  std::unique_ptr<std::uint8_t[]> ended;
+  std::unique_ptr<std::uint8_t[]> copied;
   std::vector<BackupWorker> view;     // scratch for the rule
   std::vector<std::size_t> view_task;  // the task each view entry's copy runs
   std::size_t pool_next = 0;           // an indexed race: its next unstarted index (B: none)

@@ -143,6 +143,9 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   // Without restart budgets, a chunk's copy that wins, the usual case, needs no mutex.
   const bool end_unlocked = chunk && t.recovery.restart_after.empty();
   const AsymmetricFence& fence = AsymmetricFence::instance();
+  // The running task's start in the batch's time: each starts where the previous ended, one
+  // addition per task (as in an untracked share).
+  std::chrono::nanoseconds record_start = elapsed(origin_ticks_, since);
   std::size_t own_ran = 0;
   std::int64_t won_ns = 0;
   std::size_t won = 0;
@@ -167,20 +170,22 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       const TaskClock::Ticks end = clock_.now();
       const auto duration = elapsed(since, end);
       since = end;
+      const std::chrono::nanoseconds recorded_start = record_start;
+      record_start += duration;
       me.current.store(Tracked::kIdle, std::memory_order_release);
       if (pick.source == Source::own) ++own_ran;
       if (end_unlocked && !error) {
         // No backup copy started: none can start now, and the claim is this copy's alone.
-        if (!fence.light_store_load(t.ended[task], t.copied[task])) {
-          t.claims[task].store(Tracked::kDone, std::memory_order_release);
-          record_win(i, task, started, duration);
+        if (!fence.light_store_load(t.ended_flag(task), t.copied_flag(task))) {
+          t.claim(task).store(Tracked::kDone, std::memory_order_release);
+          record_win(i, task, recorded_start, duration);
           won_ns += duration.count();
           ++won;
           continue;
         }
-        if ((t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel) &
+        if ((t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) &
              Tracked::kDone) == 0) {
-          record_win(i, task, started, duration);
+          record_win(i, task, recorded_start, duration);
           won_ns += duration.count();
           ++won;
           lock.lock();
@@ -192,6 +197,8 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       lock.lock();
       lane_done = end_copy(lock, i, task, started, duration, std::move(error), chunk);
       if (lane_done) break;
+      // end_copy() records from the clock: the next start follows from it, never before its end.
+      record_start = elapsed(origin_ticks_, since);
       // This copy's source may have been stopped (it lost): the chunk's next task needs a
       // fresh one.
       if (me.stop.stop_requested()) {
@@ -281,7 +288,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   }
   // The first copy to end claims the result (a chunk's copy may claim without the mutex);
   // the others are stopped.
-  if ((t.claims[task].fetch_or(Tracked::kDone, std::memory_order_acq_rel) & Tracked::kDone) != 0) {
+  if ((t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) & Tracked::kDone) != 0) {
     discard();
     return false;
   }
@@ -289,14 +296,14 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   ++me.finished;
   stop_other_copies(task, lane);
   lock.unlock();
-  record_win(lane, task, start, duration);
+  record_win(lane, task, elapsed(origin_ticks_, start), duration);
   const bool last = all_results_in(lane);
   if (last) close();  // nothing more is wanted; copies still running are surplus
   lock.lock();
   return last;
 }
 
-void Batch::record_win(std::size_t lane, std::size_t task, TaskClock::Ticks start,
+void Batch::record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds start,
                        std::chrono::nanoseconds duration) {
   Tracked::LaneState& me = tracked_->lane[lane];
   if (keep_records_) {
@@ -305,14 +312,13 @@ void Batch::record_win(std::size_t lane, std::size_t task, TaskClock::Ticks star
     record.task = task;
     record.worker = lane;
     record.duration = duration;
-    record.start = elapsed(origin_ticks_, start);
+    record.start = start;
   }
   logs_[lane].busy += duration;
   if (me.won_shift < 0) me.won_shift = duration.count();
   const auto shifted = static_cast<double>(duration.count() - me.won_shift);
   me.won_sum += shifted;
   me.won_squares += shifted * shifted;
-  ++me.won;
   body_.accept(lane, task);
   // Single writer: a load and a store, no read-modify-write.
   me.wins.store(me.wins.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -331,11 +337,12 @@ void Batch::summarise_tracked() noexcept {
   constexpr double kSeconds = 1e-9;
   for (std::size_t i = 0; i < logs_.size(); ++i) {
     const Tracked::LaneState& lane = tracked_->lane[i];
-    if (lane.won == 0) continue;
-    const double n = static_cast<double>(lane.won);
+    const std::size_t won = lane.wins.load(std::memory_order_relaxed);
+    if (won == 0) continue;
+    const double n = static_cast<double>(won);
     const double mean = static_cast<double>(lane.won_shift) + lane.won_sum / n;
     const double m2 = std::max(0.0, lane.won_squares - lane.won_sum * lane.won_sum / n);
-    logs_[i].summary = WorkerStats::from_moments(lane.won, mean * kSeconds, m2 * kSeconds * kSeconds);
+    logs_[i].summary = WorkerStats::from_moments(won, mean * kSeconds, m2 * kSeconds * kSeconds);
   }
 }
 
@@ -408,7 +415,7 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
       // The copy the rule saw; if its task has ended since, there is nothing to copy.
       const std::size_t task = t.view_task[action.from];
       if (task == Tracked::kIdle || t.done(task) ||
-          AsymmetricFence::instance().heavy_store_load(t.copied[task], t.ended[task])) {
+          AsymmetricFence::instance().heavy_store_load(t.copied_flag(task), t.ended_flag(task))) {
         return {};
       }
       ++t.backup_copies;

@@ -15,8 +15,8 @@ TEST_CASE("an asymmetric store-load handshake: at least one side sees the other"
           "[runtime][fence]") {
   constexpr int kRounds = 20000;
   const AsymmetricFence& fence = AsymmetricFence::instance();
-  std::vector<std::atomic<std::uint8_t>> light(kRounds);
-  std::vector<std::atomic<std::uint8_t>> heavy(kRounds);
+  std::vector<std::uint8_t> light(kRounds, 0);  // as the batch's flags: bytes, std::atomic_ref
+  std::vector<std::uint8_t> heavy(kRounds, 0);
   std::vector<std::uint8_t> light_saw(kRounds, 0);
   std::vector<std::uint8_t> heavy_saw(kRounds, 0);
   std::atomic<int> go{-1};
@@ -25,13 +25,13 @@ TEST_CASE("an asymmetric store-load handshake: at least one side sees the other"
     for (int k = 0; k < kRounds; ++k) {
       while (go.load(std::memory_order_acquire) < k) {
       }
-      heavy_saw[k] = fence.heavy_store_load(heavy[k], light[k]) ? 1 : 0;
+      heavy_saw[k] = fence.heavy_store_load(std::atomic_ref(heavy[k]), std::atomic_ref(light[k])) ? 1 : 0;
       done.fetch_add(1, std::memory_order_acq_rel);
     }
   });
   for (int k = 0; k < kRounds; ++k) {
     go.store(k, std::memory_order_release);
-    light_saw[k] = fence.light_store_load(light[k], heavy[k]) ? 1 : 0;
+    light_saw[k] = fence.light_store_load(std::atomic_ref(light[k]), std::atomic_ref(heavy[k])) ? 1 : 0;
     while (done.load(std::memory_order_acquire) <= k) {
     }
   }
