@@ -704,7 +704,9 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
       report.allocation = allocation_;
     } else {
       std::vector<std::size_t> accepted(workers, 0);
-      for (std::size_t i = 0; i < workers; ++i) accepted[i] = tracked_->lane[i].wins.load(std::memory_order_relaxed);
+      for (std::size_t i = 0; i < workers; ++i) {
+        accepted[i] = tracked_->lane[i].wins.load(std::memory_order_relaxed);
+      }
       report.allocation = Allocation(std::move(accepted));
     }
     if (tracked_) {

@@ -16,17 +16,17 @@ BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOpti
       policy_(policy),
       options_(options),
       engine_(std::make_unique<detail::SchedulerEngine>(options.max_in_flight())) {
+  if (policy_.workers() != lanes_.size()) {
+    throw InvalidArgument("policy '" + std::string(policy_.name()) + "' has " +
+                          std::to_string(policy_.workers()) + " workers but there are " +
+                          std::to_string(lanes_.size()) + " lanes");
+  }
   // Backups, restart budgets and deadlines need the timer from the first batch on. A pool
   // out of threads only delays it: the first batch that needs it tries again, and a batch
   // that cannot arm it still runs (its idle lanes help as they end tasks).
   try {
     engine_->deadlines.start();
   } catch (const std::system_error&) {
-  }
-  if (policy_.workers() != lanes_.size()) {
-    throw InvalidArgument("policy '" + std::string(policy_.name()) + "' has " +
-                          std::to_string(policy_.workers()) + " workers but there are " +
-                          std::to_string(lanes_.size()) + " lanes");
   }
 }
 
