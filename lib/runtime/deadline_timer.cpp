@@ -47,24 +47,35 @@ bool DeadlineTimer::cancel(Id id) {
   return false;
 }
 
+std::uint64_t DeadlineTimer::wakeups() {
+  std::lock_guard lock(mutex_);
+  return wakeups_;
+}
+
 void DeadlineTimer::serve(const std::stop_token& stop) {
   std::unique_lock lock(mutex_);
   serving_ = true;
   changed_.notify_all();  // start() waits for it
   while (!stop.stop_requested()) {
-    if (entries_.empty()) {
-      // Until a schedule() sets wake_at_, even if its entry is cancelled before this thread
-      // looks: the loop then sets wake_at_ again from what is there.
-      wake_at_ = Clock::time_point::max();
-      changed_.wait(lock, stop, [&] { return wake_at_ != Clock::time_point::max(); });
-      continue;
-    }
-    const auto first = entries_.begin()->first;
-    if (Clock::now() < first) {
-      // Sleeps until the front entry's time even if it is cancelled meanwhile; wakes early
-      // when an earlier entry arrives.
-      wake_at_ = first;
-      changed_.wait_until(lock, stop, first, [&] { return wake_at_ < first; });
+    const auto now = Clock::now();
+    if (entries_.empty() || now < entries_.begin()->first) {
+      // Sleeps until the front entry's time or, with none, until the time it was last woken
+      // for, whose entry was cancelled since: a later schedule() then need not wake it again.
+      // Batches that arm a timer and complete first thus wake it once per interval; were it
+      // to sleep without limit, the next batch's schedule() would wake it each time.
+      Clock::time_point until = Clock::time_point::max();
+      if (!entries_.empty()) {
+        until = entries_.begin()->first;
+      } else if (now < wake_at_) {
+        until = wake_at_;
+      }
+      wake_at_ = until;
+      if (until == Clock::time_point::max()) {
+        changed_.wait(lock, stop, [&] { return wake_at_ != Clock::time_point::max(); });
+      } else {
+        changed_.wait_until(lock, stop, until, [&] { return wake_at_ < until; });
+      }
+      ++wakeups_;
       continue;
     }
     auto expired = std::move(entries_.begin()->second.second);

@@ -128,6 +128,23 @@ TEST_CASE("a deadline scheduled after an earlier one was cancelled unseen still 
   }
 }
 
+TEST_CASE("entries armed and cancelled one after another wake the timer once per interval",
+          "[runtime][deadline]") {
+  // As back-to-back batches do: each arms a deadline 50 ms ahead and cancels it 100 us later.
+  // The thread sleeps until the first one's time: the later ones need not wake it (it once
+  // woke for each, a futex call and a core taken from the lanes per batch).
+  DeadlineTimer timer;
+  timer.start();
+  constexpr int kEntries = 200;
+  for (int i = 0; i < kEntries; ++i) {
+    CHECK(timer.cancel(timer.schedule(DeadlineTimer::Clock::now() + 50ms, [] {})));
+    std::this_thread::sleep_for(100us);
+  }
+  // 20 ms or more of entries: at most one wake-up for the first, then none until its time
+  // (a few, should sleeping overrun it on a loaded machine), against one for each before.
+  CHECK(timer.wakeups() < kEntries / 10);
+}
+
 TEST_CASE("a timer started ahead serves its entries, and one never used stops", "[runtime][deadline]") {
   {
     DeadlineTimer unused;
