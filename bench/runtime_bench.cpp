@@ -108,19 +108,24 @@ class PreallocatedStreamRecorder final : public ata::runtime::Observer {
 enum class StreamWatch { none, preallocated, trace_recorder };
 
 // ata's scheduler with the policy `name` on a pool of kThreads workers; the caller only waits,
-// or, with `caller_lane`, is the last of the kThreads workers (PoolOptions::set_caller_lane()),
+// or, with `caller_lane`, is the last of the kThreads workers (a CallerLanePool),
 // as the caller of tbb::task_group is one of its threads.
 // `backups`: nullopt keeps the scheduler's default (SchedulerOptions{}).
 void BM_Ata(benchmark::State& state, const std::string& name, bool time_chunks,
             std::optional<ata::BackupMode> backups = ata::BackupMode::off,
             bool task_records = true, bool observed = false, bool caller_lane = false) {
   const std::size_t batch = batch_of(state);
-  ata::runtime::WorkerPool pool(ata::runtime::PoolOptions(kThreads).set_caller_lane(caller_lane));
+  std::unique_ptr<ata::runtime::Lanes> pool;
+  if (caller_lane) {
+    pool = std::make_unique<ata::runtime::CallerLanePool>(kThreads - 1);
+  } else {
+    pool = std::make_unique<ata::runtime::WorkerPool>(kThreads);
+  }
   auto policy = ata::make_policy(name, kThreads);
   auto options =
       ata::runtime::SchedulerOptions{}.set_time_chunks(time_chunks).set_task_records(task_records);
   if (backups) options.set_backups(ata::BackupOptions{}.set_mode(*backups));
-  ata::runtime::BatchScheduler scheduler(pool, *policy, options);
+  ata::runtime::BatchScheduler scheduler(*pool, *policy, options);
   PreallocatedRecorder recorder;
   if (observed) scheduler.set_observer(&recorder);
   std::atomic<std::size_t> sink = 0;

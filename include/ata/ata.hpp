@@ -26,6 +26,7 @@
 #include "ata/models/time_model.hpp"
 #include "ata/runtime/batch_result.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/caller_lane_pool.hpp"
 #include "ata/runtime/observer.hpp"
 #include "ata/runtime/pool_options.hpp"
 #include "ata/runtime/round_report.hpp"

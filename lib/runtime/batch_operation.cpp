@@ -8,6 +8,7 @@
 
 #include "ata/core/error.hpp"
 #include "ata/runtime/batch_scheduler.hpp"
+#include "ata/runtime/caller_lane_pool.hpp"
 #include "core/checks.hpp"
 #include "runtime/batch.hpp"
 #include "runtime/durations.hpp"
@@ -81,11 +82,6 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
 // part of it: its quota goes to the other lanes as a stuck lane's would, and a race runs
 // without it (over every other lane if it raced alone).
 void leave_out_caller(std::size_t caller, Plan& plan) {
-  if (plan.workers() == 1) {
-    throw Error(
-        "async_run() on a pool whose only worker is the caller lane: an asynchronous batch's "
-        "caller does not wait, so nothing would run it; use run(), or a pool with threads");
-  }
   if (plan.is_racer(caller)) {
     plan.set_idle(caller);
     if (plan.racers().empty()) {
@@ -97,12 +93,12 @@ void leave_out_caller(std::size_t caller, Plan& plan) {
   }
 }
 
-// A batch of quotas that the caller is expected to run within PoolOptions::kCallerAloneWork
+// A batch of quotas that the caller is expected to run within CallerLanePool::kCallerAloneWork
 // runs on the caller alone: waking a lane for it would cost more than the batch.
 void run_small_on_caller(const WorkerStats& caller_stats, std::size_t batch, std::size_t caller,
                          Plan& plan) {
   constexpr double kAlone =
-      std::chrono::duration<double>(PoolOptions::kCallerAloneWork).count();
+      std::chrono::duration<double>(CallerLanePool::kCallerAloneWork).count();
   if (caller_stats.count() == 0 || !(static_cast<double>(batch) * caller_stats.mean() <= kAlone)) {
     return;
   }

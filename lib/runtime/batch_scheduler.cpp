@@ -34,10 +34,10 @@ BatchScheduler::BatchScheduler(Lanes& lanes, Policy& policy, const LateBindingOp
     : BatchScheduler(lanes, policy, options.on_arrival()) {
   // The pacer queues each task on the lane that should run it next, when it should: a
   // caller lane has no queue, and its caller is there only while its own batch runs.
-  if (lanes_.options().caller_lane()) {
+  if (lanes_.has_caller_lane()) {
     throw InvalidArgument(
         "late binding needs a thread per lane; this pool's last worker is the caller lane "
-        "(PoolOptions::set_caller_lane())");
+        "(CallerLanePool)");
   }
   engine_->pacer = std::make_shared<detail::Pacer>(detail::core_of(lanes_), engine_->deadlines);
 }

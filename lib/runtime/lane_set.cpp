@@ -80,8 +80,9 @@ void Lane::pause(Clock::duration delay, const std::stop_token& stop) {
   if (!stop.stop_requested()) wake_lateness_ += (Clock::now() - wake - wake_lateness_) / kWeight;
 }
 
-LaneSet::LaneSet(const PoolOptions& options, std::string what)
+LaneSet::LaneSet(const PoolOptions& options, std::string what, bool caller_lane)
     : options_(options),
+      caller_lane_(caller_lane),
       what_(std::move(what)),
       abandoned_error_(std::make_exception_ptr(
           ShutdownError(what_ + " is shut down: a lane never ran its share of this batch"))),

@@ -190,11 +190,11 @@ class LaneSet {
   // The lanes stuck in a task at `now` (Lane::stuck_for() > 0), in index order.
   [[nodiscard]] std::vector<std::size_t> stuck(Lane::Clock::time_point now) const;
   [[nodiscard]] Lane& lane(std::size_t index) noexcept { return *lanes_[index]; }
-  // The caller lane's index (PoolOptions::set_caller_lane()), or size() when there is none.
-  // Its Lane here is never queued on nor marked: each batch's caller runs that worker's work
-  // on a Lane of its own (CallerLane).
+  // The caller lane's index (CallerLanePool: the last), or size() when there is none. Its
+  // Lane here is never queued on nor marked: each batch's caller runs that worker's work on a
+  // Lane of its own (CallerLane).
   [[nodiscard]] std::size_t caller_lane() const noexcept {
-    return options_.caller_lane() ? lanes_.size() - 1 : lanes_.size();
+    return caller_lane_ ? lanes_.size() - 1 : lanes_.size();
   }
   // Whether the calling thread is running a chunk of this set (or is one of its threads): a
   // batch started there could wait for itself.
@@ -225,8 +225,9 @@ class LaneSet {
   [[nodiscard]] virtual bool lanes_own_threads() const noexcept = 0;
 
  protected:
-  // `what` names the kind in errors ("worker pool", "executor lanes").
-  LaneSet(const PoolOptions& options, std::string what);
+  // `what` names the kind in errors ("worker pool", "executor lanes"); `caller_lane`: the last
+  // lane is the caller lane.
+  LaneSet(const PoolOptions& options, std::string what, bool caller_lane = false);
 
   // A chunk was queued on `lane`, which must run it (and the ones behind it) eventually.
   // Called outside the lane's lock, once per queued chunk; must not throw. Called under the
@@ -248,6 +249,7 @@ class LaneSet {
   [[nodiscard]] const std::string& what() const noexcept { return what_; }
 
   const PoolOptions options_;
+  const bool caller_lane_;
   // Lane holds mutexes, so it is not movable; shared with whatever runs it, which may outlive
   // the set when a task destroys it.
   std::vector<std::shared_ptr<Lane>> lanes_;

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "ata/runtime/caller_lane_pool.hpp"
 #include "ata/runtime/posted_lanes.hpp"
 #include "ata/runtime/worker_pool.hpp"
 #include "runtime/posted_lanes_core.hpp"
@@ -29,6 +30,8 @@ std::vector<std::size_t> Lanes::stuck_lanes() const {
   return core_->stuck(std::chrono::steady_clock::now());
 }
 
+bool Lanes::has_caller_lane() const noexcept { return core_->caller_lane() < core_->size(); }
+
 bool Lanes::is_shut_down() const noexcept { return core_->is_shut_down(); }
 
 void Lanes::shutdown() { core_->shutdown(); }
@@ -39,6 +42,38 @@ WorkerPool::WorkerPool(const PoolOptions& options)
     : Lanes(std::make_unique<detail::ThreadLanes>(options)) {}
 
 WorkerPool::~WorkerPool() = default;
+
+namespace {
+
+// The threads' options and one plain worker more, the caller lane.
+PoolOptions with_caller_lane(const PoolOptions& threads) {
+  PoolOptions options(threads.workers() + 1);
+  options.set_seed(threads.seed()).set_idle_spin(threads.idle_spin());
+  for (std::size_t i = 0; i < threads.workers(); ++i) {
+    options.set_slowdown(i, threads.slowdown(i));
+    if (const auto cpu = threads.cpu(i)) options.set_cpu(i, *cpu);
+  }
+  return options;
+}
+
+PoolOptions threads_of_caller_lane_pool(std::size_t threads) {
+  if (threads == 0) {
+    throw InvalidArgument(
+        "a caller-lane pool needs at least one thread besides its caller (its asynchronous "
+        "batches run on the threads), got 0");
+  }
+  return PoolOptions(threads);
+}
+
+}  // namespace
+
+CallerLanePool::CallerLanePool(std::size_t threads)
+    : CallerLanePool(threads_of_caller_lane_pool(threads)) {}
+
+CallerLanePool::CallerLanePool(const PoolOptions& threads)
+    : Lanes(std::make_unique<detail::ThreadLanes>(with_caller_lane(threads), true)) {}
+
+CallerLanePool::~CallerLanePool() = default;
 
 namespace {
 

@@ -73,11 +73,6 @@ PoolOptions& PoolOptions::set_seed(std::uint64_t seed) noexcept {
   return *this;
 }
 
-PoolOptions& PoolOptions::set_caller_lane(bool on) noexcept {
-  caller_lane_ = on;
-  return *this;
-}
-
 const Slowdown& PoolOptions::slowdown(std::size_t worker) const {
   detail::require_worker_index(worker, workers());
   return slowdowns_[worker];

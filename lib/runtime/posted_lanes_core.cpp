@@ -32,11 +32,6 @@ PostedLanesCore::PostedLanesCore(std::vector<PostedLanes::Launcher> launchers,
                           " launchers for options of " + std::to_string(options_.workers()) +
                           " workers; give one launcher per worker");
   }
-  if (options_.caller_lane()) {
-    throw InvalidArgument(this->what() +
-                          ": a caller lane needs a WorkerPool; a lane posted to an executor "
-                          "has an identity (its executor) that a batch's caller lacks");
-  }
   for (std::size_t i = 0; i < launchers.size(); ++i) {
     if (!launchers[i]) {
       throw InvalidArgument(this->what() + ": lane " + std::to_string(i) + " has no launcher");

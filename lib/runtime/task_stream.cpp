@@ -542,10 +542,10 @@ TaskStream::TaskStream(Lanes& lanes)
     : lanes_(lanes), timer_(std::make_unique<detail::DeadlineTimer>()) {
   // A stream keeps lanes busy from their own threads; a caller lane has none (a batch's
   // caller runs it only during its own batch).
-  if (lanes_.options().caller_lane()) {
+  if (lanes_.has_caller_lane()) {
     throw InvalidArgument(
         "a task stream needs a thread per lane; this pool's last worker is the caller lane "
-        "(PoolOptions::set_caller_lane())");
+        "(CallerLanePool)");
   }
 }
 

@@ -45,19 +45,12 @@ void pin(std::thread& /*thread*/, unsigned /*cpu*/, std::size_t /*worker*/) {}
 
 }  // namespace
 
-ThreadLanes::ThreadLanes(const PoolOptions& options) : LaneSet(options, "worker pool") {
+ThreadLanes::ThreadLanes(const PoolOptions& options, bool caller_lane)
+    : LaneSet(options, "worker pool", caller_lane) {
   for (std::size_t i = 0; i < options_.workers(); ++i) {
     if (const auto cpu = options_.cpu(i)) require_usable_cpu(*cpu, i);
   }
-  const std::size_t threads = options_.workers() - (options_.caller_lane() ? 1 : 0);
-  if (options_.caller_lane()) {
-    const std::size_t caller = threads;
-    if (options_.slowdown(caller).kind() != Slowdown::Kind::none || options_.cpu(caller)) {
-      throw InvalidArgument("worker " + std::to_string(caller) +
-                            " is the caller lane, which runs on each batch's caller: it takes "
-                            "no slowdown and no CPU pinning");
-    }
-  }
+  const std::size_t threads = options_.workers() - (caller_lane ? 1 : 0);
   lanes_.reserve(options_.workers());
   threads_.reserve(threads);
   for (std::size_t i = 0; i < options_.workers(); ++i) {

@@ -11,7 +11,8 @@ namespace ata::runtime::detail {
 
 class ThreadLanes final : public LaneSet {
  public:
-  explicit ThreadLanes(const PoolOptions& options);
+  // `caller_lane`: the last lane has no thread; each batch's caller runs it (CallerLanePool).
+  explicit ThreadLanes(const PoolOptions& options, bool caller_lane = false);
   // shutdown(); on one of the pool's own threads (a task destroying its pool) it joins the
   // other threads and leaves the calling one to exit when its task returns.
   ~ThreadLanes() override;

@@ -113,12 +113,15 @@ struct OwnThreads {
   }
 };
 
-// A WorkerPool whose last worker is the caller lane (PoolOptions::set_caller_lane()): one
-// thread fewer, the batch's caller running that worker's part.
+// A CallerLanePool: threads for all workers but the last, the caller lane, whose part the
+// batch's caller runs. The options' seed and polling apply (they carry no slowdown here).
 struct OwnThreadsAndCaller {
-  static constexpr std::string_view name = "WorkerPool with a caller lane";
-  std::unique_ptr<ata::runtime::Lanes> make(ata::runtime::PoolOptions options) {
-    return std::make_unique<ata::runtime::WorkerPool>(options.set_caller_lane(true));
+  static constexpr std::string_view name = "CallerLanePool";
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+    return std::make_unique<ata::runtime::CallerLanePool>(
+        ata::runtime::PoolOptions(options.workers() - 1)
+            .set_seed(options.seed())
+            .set_idle_spin(options.idle_spin()));
   }
 };
 

@@ -1,4 +1,4 @@
-// The caller lane (PoolOptions::set_caller_lane()): a pool's last worker is each batch's
+// The caller lane (CallerLanePool): a pool's last worker is each batch's
 // caller, which runs that worker's part of its batch inline, and, with backups, takes over the
 // tasks of lanes that have not started theirs.
 
@@ -11,11 +11,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "ata/ata.hpp"
-#include "ata/runtime/posted_lanes.hpp"
 #include "support/exactly_once.hpp"
 #include "support/gate.hpp"
 #include "support/nap.hpp"
@@ -25,14 +26,6 @@ using namespace std::chrono_literals;
 namespace rt = ata::runtime;
 using ata::testing::check_exactly_once;
 using Catch::Matchers::ContainsSubstring;
-
-namespace {
-
-rt::PoolOptions with_caller(std::size_t workers) {
-  return rt::PoolOptions(workers).set_caller_lane(true);
-}
-
-}  // namespace
 
 TEST_CASE("the caller lane's tasks run on the batch's caller, whatever the plan",
           "[runtime][caller]") {
@@ -46,7 +39,7 @@ TEST_CASE("the caller lane's tasks run on the batch's caller, whatever the plan"
       {"gta", false},   // a fungible race
   }));
   CAPTURE(name, backups);
-  rt::WorkerPool pool(with_caller(kWorkers));
+  rt::CallerLanePool pool(kWorkers - 1);
   auto policy = ata::make_policy(name, kWorkers);
   rt::BatchScheduler scheduler(pool, *policy,
                                backups ? rt::SchedulerOptions{} : ata::testing::without_backups());
@@ -75,18 +68,14 @@ TEST_CASE("the caller lane's tasks run on the batch's caller, whatever the plan"
   CHECK(policy->stats(kWorkers - 1).count() > 0);
 }
 
-TEST_CASE("a pool of only the caller lane runs every task on the caller", "[runtime][caller]") {
-  rt::WorkerPool pool(with_caller(1));
-  auto policy = ata::make_policy("ata-e", 1);
-  rt::BatchScheduler scheduler(pool, *policy);
-  const std::thread::id caller = std::this_thread::get_id();
-  std::atomic<std::size_t> elsewhere = 0;
-  auto [values, report] = scheduler.run(10, [&](const rt::TaskContext& ctx) {
-    if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
-    return ctx.task();
-  });
-  check_exactly_once(values, report, 10);
-  CHECK(elsewhere.load() == 0);
+TEST_CASE("a caller-lane pool needs a thread besides its caller", "[runtime][caller][errors]") {
+  // Its asynchronous batches run on the threads: with none, nothing would run them.
+  CHECK_THROWS_AS(rt::CallerLanePool(0), ata::InvalidArgument);
+  CHECK_THROWS_WITH(rt::CallerLanePool(0), ContainsSubstring("at least one thread"));
+  rt::CallerLanePool pool(1);
+  CHECK(pool.size() == 2);
+  CHECK(pool.has_caller_lane());
+  CHECK_FALSE(rt::WorkerPool(2).has_caller_lane());
 }
 
 TEST_CASE("the caller takes over the share of a lane busy elsewhere",
@@ -94,7 +83,7 @@ TEST_CASE("the caller takes over the share of a lane busy elsewhere",
   // Worker 0 is a thread, worker 1 the caller lane. Another scheduler's batch holds worker 0
   // at a gate; this batch's share for worker 0 is taken over by the caller, and the batch ends
   // with the gate still closed.
-  rt::WorkerPool pool(with_caller(2));
+  rt::CallerLanePool pool(1);
   ata::testing::Gate gate;
   std::atomic<bool> holding = false;
   ata::FixedPlanPolicy hold_policy(
@@ -131,7 +120,7 @@ TEST_CASE("concurrent callers each run their own batch's caller-lane part",
   constexpr std::size_t kWorkers = 3;
   constexpr std::size_t kCallers = 6;
   constexpr int kRounds = 150;
-  rt::WorkerPool pool(with_caller(kWorkers));
+  rt::CallerLanePool pool(kWorkers - 1);
   auto policy = ata::make_policy("ata-auto", kWorkers);
   rt::BatchScheduler scheduler(pool, *policy);
   std::atomic<std::size_t> misplaced = 0;
@@ -163,58 +152,65 @@ TEST_CASE("concurrent callers each run their own batch's caller-lane part",
 
 TEST_CASE("a task on the caller lane may not start a batch of its own pool",
           "[runtime][caller]") {
-  rt::WorkerPool pool(with_caller(1));
-  auto policy = ata::make_policy("uta", 1);
-  rt::BatchScheduler scheduler(pool, *policy);
+  rt::CallerLanePool pool(1);
+  // The batch's one task goes to worker 1, the caller lane.
+  ata::FixedPlanPolicy policy("on the caller", ata::Plan::quotas(ata::Allocation({0, 1})));
+  rt::BatchScheduler scheduler(pool, policy);
+  std::atomic<bool> on_caller = false;
+  const std::thread::id caller = std::this_thread::get_id();
   CHECK_THROWS_WITH(scheduler.run(1,
                                   [&](const rt::TaskContext&) {
+                                    on_caller = std::this_thread::get_id() == caller;
                                     scheduler.run(1, [](const rt::TaskContext&) {});
                                   }),
                     ContainsSubstring("would wait for itself"));
+  CHECK(on_caller.load());
   // The pool is still usable.
-  auto [values, report] = scheduler.run(3, [](const rt::TaskContext& ctx) { return ctx.task(); });
-  check_exactly_once(values, report, 3);
+  auto [values, report] = scheduler.run(1, [](const rt::TaskContext& ctx) { return ctx.task(); });
+  check_exactly_once(values, report, 1);
 }
 
-TEST_CASE("the caller lane is refused where it cannot be one", "[runtime][caller]") {
-  SECTION("with a slowdown") {
-    auto options = with_caller(2);
-    options.set_slowdown(1, rt::Slowdown::repeat(2));
-    CHECK_THROWS_AS(rt::WorkerPool(options), ata::InvalidArgument);
-    CHECK_THROWS_WITH(rt::WorkerPool(options), ContainsSubstring("caller lane"));
-  }
-  SECTION("pinned to a CPU") {
-    auto options = with_caller(2);
-    options.set_cpu(1, 0);
-    CHECK_THROWS_AS(rt::WorkerPool(options), ata::InvalidArgument);
-  }
-  SECTION("a slowdown on the other lanes is fine") {
-    auto options = with_caller(2);
-    options.set_slowdown(0, rt::Slowdown::repeat(2));
-    CHECK_NOTHROW(rt::WorkerPool(options));
-  }
-  SECTION("executor lanes") {
-    std::vector<rt::PostedLanes::Launcher> launchers(
-        2, [](std::function<void()> work) { std::thread(std::move(work)).detach(); });
-    CHECK_THROWS_WITH(rt::PostedLanes(launchers, with_caller(2)),
-                      ContainsSubstring("caller lane needs a WorkerPool"));
-  }
+// What a caller lane cannot do does not compile; what it can does.
+static_assert(!std::is_constructible_v<rt::BatchScheduler, rt::CallerLanePool&, ata::Policy&,
+                                       const rt::LateBindingOptions&>);
+static_assert(!std::is_constructible_v<rt::TaskStream, rt::CallerLanePool&>);
+static_assert(std::is_constructible_v<rt::BatchScheduler, rt::CallerLanePool&, ata::Policy&,
+                                      const rt::SchedulerOptions&>);
+static_assert(!std::is_convertible_v<rt::CallerLanePool, rt::WorkerPool>);
+
+TEST_CASE("a caller lane reached through Lanes& is still refused where it cannot be one",
+          "[runtime][caller][errors]") {
+  rt::CallerLanePool pool(1);
+  rt::Lanes& lanes = pool;
   SECTION("a task stream") {
-    rt::WorkerPool pool(with_caller(2));
-    CHECK_THROWS_WITH(rt::TaskStream(pool), ContainsSubstring("caller lane"));
+    CHECK_THROWS_AS(rt::TaskStream(lanes), ata::InvalidArgument);
+    CHECK_THROWS_WITH(rt::TaskStream(lanes), ContainsSubstring("caller lane"));
   }
   SECTION("late binding") {
-    rt::WorkerPool pool(with_caller(2));
     auto policy = ata::make_policy("ata-e", 2);
-    CHECK_THROWS_WITH(rt::BatchScheduler(pool, *policy, rt::LateBindingOptions{}),
+    CHECK_THROWS_WITH(rt::BatchScheduler(lanes, *policy, rt::LateBindingOptions{}),
                       ContainsSubstring("caller lane"));
   }
+}
+
+TEST_CASE("a caller-lane pool's options describe its threads", "[runtime][caller]") {
+  // Slowdowns, pinning and the seed apply to the threads; the caller lane has none of them.
+  auto threads = rt::PoolOptions(2).set_seed(7).set_idle_spin(10us);
+  threads.set_slowdown(0, rt::Slowdown::repeat(2)).set_cpu(1, 0);
+  rt::CallerLanePool pool(threads);
+  REQUIRE(pool.size() == 3);
+  CHECK(pool.options().seed() == 7);
+  CHECK(pool.options().idle_spin() == 10us);
+  CHECK(pool.options().slowdown(0).describe() == threads.slowdown(0).describe());
+  CHECK(pool.options().cpu(1) == std::optional<unsigned>(0));
+  CHECK(pool.options().slowdown(2).kind() == rt::Slowdown::Kind::none);
+  CHECK_FALSE(pool.options().cpu(2).has_value());
 }
 
 TEST_CASE("a batch the caller would end within kCallerAloneWork runs on the caller alone",
           "[runtime][caller]") {
   constexpr std::size_t kWorkers = 3;
-  rt::WorkerPool pool(with_caller(kWorkers));
+  rt::CallerLanePool pool(kWorkers - 1);
   auto policy = ata::make_policy("uta", kWorkers);
   rt::BatchScheduler scheduler(pool, *policy);
   const auto empty = [](const rt::TaskContext& ctx) { return ctx.task(); };
@@ -223,7 +219,7 @@ TEST_CASE("a batch the caller would end within kCallerAloneWork runs on the call
   check_exactly_once(first.values, first.report, 6);
   CHECK(first.report.allocation[0] == 2);
   const double alone =
-      std::chrono::duration<double>(rt::PoolOptions::kCallerAloneWork).count();
+      std::chrono::duration<double>(rt::CallerLanePool::kCallerAloneWork).count();
   // Small enough by the learned mean: empty tasks take nanoseconds, once the first (cold)
   // ones are outweighed.
   const auto small_batch = [&] {
@@ -252,7 +248,7 @@ TEST_CASE("a waiting caller is summoned to run a backup copy", "[runtime][caller
   // Worker 0 is the pool's one thread, worker 1 the caller lane. Worker 0's task hangs (until
   // stopped) once the spike is armed; the caller, done with its own task, waits, and is
   // summoned to copy it.
-  rt::WorkerPool pool(with_caller(2));
+  rt::CallerLanePool pool(1);
   ata::FixedPlanPolicy even(
       "even", ata::Plan::quotas(ata::Allocation(std::vector<std::size_t>{2, 2})));
   rt::BatchScheduler scheduler(pool, even);  // the default backups: copies

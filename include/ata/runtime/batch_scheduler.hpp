@@ -14,6 +14,7 @@
 #include "ata/core/policy.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/batch_result.hpp"
+#include "ata/runtime/caller_lane_pool.hpp"
 #include "ata/runtime/detail/batch_operation.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/observer.hpp"
@@ -104,7 +105,7 @@ using TaskResult = std::invoke_result_t<Task&, const TaskContext&>;
 /// not wait for workers that never got to it: in pull and greedy modes, a worker busy elsewhere
 /// that reaches the batch's chunk afterwards skips it.
 ///
-/// With a caller lane (PoolOptions::set_caller_lane()), run() runs that worker's part on the
+/// On a CallerLanePool, run() runs the caller lane's part on the
 /// calling thread before it waits, and the caller then takes over unstarted tasks of lanes
 /// that have not reached the batch (quotas are tracked on such a pool, whatever the backups).
 ///
@@ -131,8 +132,12 @@ class BatchScheduler {
   /// Borrows `lanes` and `policy`, which must outlive the scheduler; binds each batch when it
   /// arrives. Throws ata::InvalidArgument when policy.workers() != lanes.size().
   BatchScheduler(Lanes& lanes, Policy& policy, const SchedulerOptions& options = {});
-  /// As above, with late binding (LateBindingOptions).
+  /// As above, with late binding (LateBindingOptions). Throws ata::InvalidArgument for lanes
+  /// with a caller lane (reached only through a Lanes&: the overload below rules it out).
   BatchScheduler(Lanes& lanes, Policy& policy, const LateBindingOptions& options);
+  /// Late binding hands each task to the lane whose thread should run it next, when it should;
+  /// a caller lane has no thread, and its caller is there only while its own batch runs.
+  BatchScheduler(CallerLanePool& lanes, Policy& policy, const LateBindingOptions& options) = delete;
   /// Batches still in flight must have completed (their waiters returned, their handlers
   /// run) before the scheduler is destroyed.
   ~BatchScheduler();

@@ -30,7 +30,8 @@ LaneSet& core_of(Lanes& lanes) noexcept;
 /// A lane has a stable index i (policy worker i) and a FIFO queue of chunks; it runs one chunk
 /// (a batch's share: a_i tasks in a row, or its part of a pull or greedy loop) at a time, with
 /// the slowdown PoolOptions gives lane i, and reports each task's time and the chunk's end to
-/// the engine. Kinds: WorkerPool (a thread per lane, optionally pinned), PostedLanes (a lane
+/// the engine. Kinds: WorkerPool (a thread per lane, optionally pinned), CallerLanePool (threads,
+/// and each blocking batch's caller as the last lane), PostedLanes (a lane
 /// runs where a function you supply posts it), and on top of it AsioLanes (Asio executors,
 /// `<ata/runtime/asio_lanes.hpp>`, needs Boost) and ArenaLanes (oneTBB arenas,
 /// `<ata/runtime/arena_lanes.hpp>`, needs oneTBB). Every mode (allocated, greedy, pull), the
@@ -61,6 +62,8 @@ class Lanes {
   /// learned mean. Allocation skips such a lane until its task returns; the batch's other
   /// lanes take over its work. Thread-safe; a snapshot.
   [[nodiscard]] std::vector<std::size_t> stuck_lanes() const;
+  /// Whether the last lane is each blocking batch's caller (CallerLanePool).
+  [[nodiscard]] bool has_caller_lane() const noexcept;
   /// Whether shutdown() has started.
   [[nodiscard]] bool is_shut_down() const noexcept;
   /// Fails the batches with queued work (ShutdownError), requests stop of the running ones

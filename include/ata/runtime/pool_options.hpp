@@ -60,26 +60,6 @@ class PoolOptions {
   /// gives its worker i: with the same seed, the u-th task worker i runs is delayed by the
   /// time its u-th task takes in ata::sim::Simulation.
   PoolOptions& set_seed(std::uint64_t seed) noexcept;
-  /// Makes the last worker, n - 1, the caller lane: no thread of the pool's own, but each
-  /// batch's caller, which runs that worker's share (or races as it) inline in a blocking
-  /// BatchScheduler::run() before it waits for the rest. The policy learns it like any other
-  /// worker. On a busy machine the caller is on a core when its batch starts, while a sleeping
-  /// worker wakes a scheduler slice late; with backups (the default) the caller also takes over
-  /// the tasks of workers that have not started theirs, so a small batch need not wait for a
-  /// wake-up at all. So a pool of n workers runs n - 1 threads. Concurrent callers each run
-  /// their own batch's share: worker n - 1 is a role, "this batch's caller", not a thread.
-  /// Only a WorkerPool has one, and the caller lane takes no slowdown or CPU pinning (a
-  /// caller has no identity the pool could give it): the pool's constructor throws
-  /// ata::InvalidArgument for those, as do executor lanes given this option. async_run()
-  /// batches leave the caller lane out (their caller does not wait), and late binding refuses
-  /// a pool with one. A batch of quotas whose B tasks the caller is expected to run within
-  /// kCallerAloneWork, by its learned mean, runs on the caller alone: waking a thread for it
-  /// would cost more than the whole batch. Off by default.
-  PoolOptions& set_caller_lane(bool on) noexcept;
-  /// See set_caller_lane(): about what a sleeping thread takes to wake, and what a lane claims
-  /// as one chunk of a tracked batch.
-  static constexpr std::chrono::nanoseconds kCallerAloneWork = std::chrono::microseconds(20);
-
   [[nodiscard]] std::size_t workers() const noexcept { return slowdowns_.size(); }
   /// Throws ata::InvalidArgument when out of range.
   [[nodiscard]] const Slowdown& slowdown(std::size_t worker) const;
@@ -87,15 +67,12 @@ class PoolOptions {
   [[nodiscard]] std::optional<unsigned> cpu(std::size_t worker) const;
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   [[nodiscard]] std::chrono::nanoseconds idle_spin() const noexcept { return idle_spin_; }
-  /// Whether worker workers() - 1 is the caller lane (set_caller_lane()).
-  [[nodiscard]] bool caller_lane() const noexcept { return caller_lane_; }
 
  private:
   std::vector<Slowdown> slowdowns_;
   std::vector<std::optional<unsigned>> cpus_;
   std::uint64_t seed_ = 0x5eed;
   std::chrono::nanoseconds idle_spin_ = kDefaultIdleSpin;
-  bool caller_lane_ = false;
 };
 
 }  // namespace ata::runtime

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ata/core/error.hpp"
+#include "ata/runtime/caller_lane_pool.hpp"
 #include "ata/runtime/lanes.hpp"
 #include "ata/runtime/stream_report.hpp"
 #include "ata/runtime/task_context.hpp"
@@ -332,9 +333,12 @@ void stop_stream(const std::weak_ptr<StreamState>& stream) noexcept;
 /// there). The TaskStream and its lanes must outlive every stream it runs.
 class TaskStream {
  public:
-  /// Borrows `lanes`, which must outlive the TaskStream. Throws ata::InvalidArgument for a
-  /// pool with a caller lane (PoolOptions::set_caller_lane()), which has no thread to keep busy.
+  /// Borrows `lanes`, which must outlive the TaskStream. Throws ata::InvalidArgument for lanes
+  /// with a caller lane (reached only through a Lanes&: the overload below rules it out).
   explicit TaskStream(Lanes& lanes);
+  /// A stream keeps lanes busy from their own threads; a caller lane has none (a batch's caller
+  /// runs it only during its own batch).
+  explicit TaskStream(CallerLanePool& lanes) = delete;
   ~TaskStream();
   TaskStream(const TaskStream&) = delete;
   TaskStream& operator=(const TaskStream&) = delete;

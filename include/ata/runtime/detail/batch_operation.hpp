@@ -31,7 +31,7 @@ class CallerLane;
 class OperationBatch;
 
 /// A blocking caller that waits for its batch and runs the caller lane's part of it
-/// (PoolOptions::set_caller_lane()): the batch summons it, as it would queue a lane again,
+/// (CallerLanePool): the batch summons it, as it would queue a lane again,
 /// to run a backup copy.
 class CallerWaiter {
  public:
@@ -110,7 +110,7 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   /// asynchronous one. Read by submit_now().
   virtual CallerWaiter* caller_waiter() noexcept { return nullptr; }
   /// Blocking front end, after start_blocking(): whether the plan gives the caller lane
-  /// (PoolOptions::set_caller_lane()) a part of the batch; run_caller_share() runs it on the
+  /// (CallerLanePool) a part of the batch; run_caller_share() runs it on the
   /// calling thread (again when summoned), drop_caller_share() lets it go once finished.
   [[nodiscard]] bool has_caller_share() const noexcept { return caller_share_ != nullptr; }
   void run_caller_share() noexcept;
