@@ -85,31 +85,37 @@ TEST_CASE("a sleep slowdown's short delays average their draws", "[runtime][slow
   const auto slow = rt::Slowdown::sleep(ata::models::TimeModel::constant(100.0), 1us);
   constexpr std::size_t kLearning = 20;
   constexpr std::size_t kTasks = 400;
-  // A burst of load can throw one run's means (seen once beside two CPU-bound processes and
-  // the rest of the suite): up to three fresh runs. A lane that does not learn fails them all.
+  // Medians, not means: a few wake-ups that a busy machine delays by milliseconds (the rest of
+  // the suite beside it, a sanitizer's threads) would move a mean of 400 delays by more than
+  // the lateness learned. A burst of load can still throw one run: up to three fresh runs. A
+  // lane that does not learn fails them all.
+  const auto median = [](std::vector<std::chrono::nanoseconds> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
   bool learned = false;
   for (int run = 0; run < 3 && !learned; ++run) {
     rt::WorkerPool pool(rt::PoolOptions(1).set_slowdown(0, slow));
     ata::UniformPolicy policy(1);
     rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
-    std::chrono::nanoseconds worker_error{0};
-    std::chrono::nanoseconds own_overshoot{0};
+    std::vector<std::chrono::nanoseconds> worker_errors;
+    std::vector<std::chrono::nanoseconds> own_overshoots;
     for (std::size_t k = 0; k < kLearning + kTasks; ++k) {
       const auto report = scheduler.run(1, [](const rt::TaskContext&) {}).report;
       REQUIRE(report.tasks.size() == 1);
       if (k < kLearning) continue;
-      worker_error += report.tasks[0].duration - kDelay;
+      worker_errors.push_back(report.tasks[0].duration - kDelay);
       const auto start = std::chrono::steady_clock::now();
       std::this_thread::sleep_for(kDelay);
-      own_overshoot += std::chrono::steady_clock::now() - start - kDelay;
+      own_overshoots.push_back(std::chrono::steady_clock::now() - start - kDelay);
     }
-    const auto worker_mean = worker_error / static_cast<std::int64_t>(kTasks);
-    const auto own_mean = own_overshoot / static_cast<std::int64_t>(kTasks);
-    UNSCOPED_INFO("run " << run << ": worker " << worker_mean.count() << " ns, own "
-                         << own_mean.count() << " ns");
+    const auto worker_median = median(worker_errors);
+    const auto own_median = median(own_overshoots);
+    UNSCOPED_INFO("run " << run << ": worker " << worker_median.count() << " ns, own "
+                         << own_median.count() << " ns");
     // A lane that did not learn its lateness (or learned it with the wrong sign) errs by about
     // this thread's overshoot (or twice it).
-    learned = std::chrono::abs(worker_mean) < own_mean / 2;
+    learned = std::chrono::abs(worker_median) < own_median / 2;
   }
 #ifdef __linux__
   prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack), 0UL, 0UL, 0UL);
