@@ -512,11 +512,16 @@ TEST_CASE("a budget every copy outlasts backs off on threads, and the batch ends
     CAPTURE(static_cast<int>(plan.dispatch()));
     ata::FixedPlanPolicy policy("tight", plan);
     rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
-    auto [values, report] = scheduler.run(2, fixed_length);
-    CHECK(values.size() == 2);
-    // Quiet, 64 or more per result; on a loaded machine a timer that fires late lets a copy
-    // end within its budget, so only some are certain.
-    CHECK(report.restarts > 0);
+    // Quiet, 64 or more restarts per result; on a loaded machine a timer that fires after the
+    // 2 ms task ended lets the copy count (1 batch in 20 beside two CPU-bound processes): up
+    // to three batches. Budgets that never stop a copy fail all three.
+    std::size_t restarts = 0;
+    for (int attempt = 0; attempt < 3 && restarts == 0; ++attempt) {
+      auto [values, report] = scheduler.run(2, fixed_length);
+      CHECK(values.size() == 2);
+      restarts = report.restarts;
+    }
+    CHECK(restarts > 0);
   }
 }
 
