@@ -1,6 +1,6 @@
 // [runtime][options] The product of the scheduler's options (options_product.hpp) on
-// WorkerPool (with and without a caller lane) and on AsioLanes (an io_context per lane). Also runs under ThreadSanitizer. The
-// oneTBB arenas are in options_product_tbb_test.cpp.
+// WorkerPool, CallerLanePool and AsioLanes (an io_context per lane). Also runs under
+// ThreadSanitizer. The oneTBB arenas are in options_product_tbb_test.cpp.
 #include <tuple>
 
 #include "lanes/asio_lane_kinds.hpp"
