@@ -69,7 +69,9 @@ void Lane::pause(Clock::duration delay, const std::stop_token& stop) {
   // timer slack: a fifth of a 100 us delay, which no real worker adds to its task. The lane
   // learns how late its waits wake (a running mean) and wakes that much before the end, so
   // that delays average their draws; each may end early or late by the lateness's spread.
-  // At most half a delay is taken off, so none ends before its half.
+  // At most half a delay is taken off, so none ends before its half; and a wake-up later than
+  // that counts as half a delay, so that one wait a busy machine delays by milliseconds does not
+  // make the next dozen wake early.
   const auto start = Clock::now();
   const auto wake = start + delay - std::min(wake_lateness_, delay / 2);
   {
@@ -77,7 +79,10 @@ void Lane::pause(Clock::duration delay, const std::stop_token& stop) {
     pause_.wait_until(lock, stop, wake, [] { return false; });
   }
   constexpr int kWeight = 8;  // about the last 8 waits
-  if (!stop.stop_requested()) wake_lateness_ += (Clock::now() - wake - wake_lateness_) / kWeight;
+  if (!stop.stop_requested()) {
+    const auto lateness = std::min<Clock::duration>(Clock::now() - wake, delay / 2);
+    wake_lateness_ += (lateness - wake_lateness_) / kWeight;
+  }
 }
 
 LaneSet::LaneSet(const PoolOptions& options, std::string what, bool caller_lane)
