@@ -15,9 +15,9 @@ namespace ata::runtime::detail {
 
 namespace {
 
-// The shapes a batch can track (Recovery): quotas, an indexed race, and both in one batch
-// (which runs tracked only).
-bool tracks(Dispatch mode) { return mode != Dispatch::greedy; }
+bool fungible_race(const Plan& plan) {
+  return !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
+}
 
 Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
   // A tracked batch times every copy (a backup needs each one's start); each lane sums the
@@ -31,8 +31,10 @@ Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
 Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
              bool task_records, std::optional<Recovery> recovery)
     : mode_(plan.dispatch()),
-      timing_(timing_for(mode_, timing, recovery.has_value() && tracks(mode_))),
-      keep_records_((mode_ == Dispatch::allocated || (recovery.has_value() && tracks(mode_))) &&
+      fungible_(fungible_race(plan)),
+      // A fungible race is never tracked: its results are any B, not B indices.
+      timing_(timing_for(mode_, timing, recovery.has_value() && !fungible_)),
+      keep_records_((mode_ == Dispatch::allocated || (recovery.has_value() && !fungible_)) &&
                     (task_records || timing_ == Timing::samples)),
       clock_(TaskClock::instance()),
       origin_ticks_(clock_.now()),
@@ -54,11 +56,16 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       next += allocation_[i];
       if (allocation_[i] > 0 || plan.is_racer(i)) targets_.push_back(i);
     }
+    if (fungible_) {
+      races_.resize(workers);
+      for (std::size_t i : plan.racers()) races_[i] = true;
+      next_task_.store(next, std::memory_order_relaxed);  // the race numbers after the quotas
+    }
   } else {
     targets_.assign(plan.racers().begin(), plan.racers().end());
   }
   shares_left_.store(targets_.size(), std::memory_order_relaxed);
-  if (recovery && mode_ == Dispatch::greedy) {
+  if (recovery && fungible_) {
     // Any B results will do: each of them may take retries + 1 attempts.
     const std::size_t most = std::numeric_limits<std::size_t>::max();
     failures_allowed_ = recovery->retries > most / batch_ ? most : recovery->retries * batch_;
@@ -68,7 +75,7 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       restart_timer_ = recovery->timer;
     }
   }
-  if (recovery && tracks(mode_)) {
+  if (recovery && !fungible_) {
     tracked_ = make_tracked(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
       const std::size_t first = has_shares() ? first_task_[i] : 0;
@@ -80,7 +87,7 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     tracked_->pool_next = allocation_.total();
     for (std::size_t i : targets_) tracked_->lane[i].helps = true;
   }
-  if (mode_ == Dispatch::mixed && !tracked_) {
+  if (mode_ == Dispatch::mixed && !fungible_ && !tracked_) {
     throw Error("a batch of quotas and an indexed race runs tracked only");  // never reached
   }
 }
@@ -237,8 +244,13 @@ void Batch::run(Lane& worker) noexcept {
         run_greedy(worker, ctx);
         summarise(worker.index());
         break;
-      case Dispatch::mixed:  // tracked only
-        if (tracked_) run_tracked(worker);
+      case Dispatch::mixed:  // tracked, unless its race is fungible
+        if (tracked_) {
+          run_tracked(worker);
+        } else {
+          run_greedy(worker, ctx);
+          summarise(worker.index());
+        }
         break;
     }
   } catch (...) {
@@ -291,8 +303,8 @@ void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexce
   }
   // Never run here: the whole share leaves the backlog (the pool is shutting down, alive).
   if (has_shares()) lanes_->settle_backlog(worker, allocation_[worker]);
-  // An allocated share runs on its own worker or not at all. A pull or greedy copy is one
-  // of several: the batch is lost only if no worker reached it.
+  // A share runs on its own worker or not at all. A racer of a pure race is one of several:
+  // the batch is lost only if no worker reached it.
   if (has_shares() || abandoned_.fetch_add(1, std::memory_order_acq_rel) + 1 == targets_.size()) {
     decide(Outcome::failed, reason);
   }
@@ -493,10 +505,12 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
     return;
   }
   const std::size_t i = worker.index();
+  SampleSource source = samples_of(i);
+  std::size_t task = 0;
   auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.
-  while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested()) {
-    const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+  while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested() &&
+         next_sample(source, task)) {
     std::chrono::nanoseconds duration{0};
     const auto started = since;
     try {
@@ -507,6 +521,21 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
     }
     take_greedy_result(i, task, duration, started, since);
   }
+}
+
+Batch::SampleSource Batch::samples_of(std::size_t lane) const noexcept {
+  if (!has_shares()) return {};
+  return {first_task_[lane], first_task_[lane] + allocation_[lane], races_[lane]};
+}
+
+bool Batch::next_sample(SampleSource& source, std::size_t& task) noexcept {
+  if (source.next < source.end) {
+    task = source.next++;
+    return true;
+  }
+  if (!source.races) return false;
+  task = next_task_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 bool Batch::tolerates_failure() noexcept {
@@ -551,8 +580,11 @@ void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
       if (me.timer) timer.cancel(*std::exchange(me.timer, std::nullopt));
     }
   } disarm{me, *restart_timer_};
-  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested()) {
-    const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+  SampleSource source = samples_of(i);
+  std::size_t task = 0;
+  bool again = false;  // the last sample restarted: its fresh one keeps its number
+  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested() &&
+         (std::exchange(again, false) || next_sample(source, task))) {
     {
       std::lock_guard lock(me.mutex);
       // A stopped sample's source stays stopped: the next sample gets a fresh one.
@@ -600,6 +632,7 @@ void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
         ran.back().slot = kRestarted;  // run_task recorded it as discarded
       }
       restarts_.fetch_add(1, std::memory_order_relaxed);
+      again = true;
       continue;
     }
     if (error) {
@@ -620,18 +653,10 @@ void Batch::restart_sample(std::size_t lane, std::uint64_t sample) noexcept {
 }
 
 bool Batch::results_complete() const noexcept {
-  switch (mode_) {
-    case Dispatch::allocated:
-      if (tracked_) return all_results_in();
-      return shares_left_.load(std::memory_order_acquire) == 0;
-    case Dispatch::greedy:
-      return accepted_.load(std::memory_order_acquire) >= batch_;
-    case Dispatch::pull:
-    case Dispatch::mixed:  // tracked only
-      if (tracked_) return all_results_in();
-      break;  // tasks handed out may still run; only completion tells
-  }
-  return false;
+  if (fungible_) return accepted_.load(std::memory_order_acquire) >= batch_;
+  if (tracked_) return all_results_in();
+  // An untracked pull batch's tasks handed out may still run: only completion tells.
+  return mode_ == Dispatch::allocated && shares_left_.load(std::memory_order_acquire) == 0;
 }
 
 bool Batch::decide(Outcome outcome, std::exception_ptr error) noexcept {
@@ -722,31 +747,44 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     return;
   }
 
-  // Every task index handed out was run and logged, so the indices are exactly 0..ran-1 and
-  // each record has its place without sorting.
+  // Every race number handed out was run and logged. A pure race without restarts ran each
+  // of 0..ran-1 once, so each record has its place without sorting. Otherwise numbers repeat
+  // (a restarted sample's fresh one keeps its number) or are left out (quotas the B-th result
+  // cut short): the records are sorted by number, then start.
   std::size_t ran = 0;
   for (const auto& log : logs_) ran += log.ran.size();
   report.tasks.resize(ran);
   std::vector<std::size_t> accepted(workers, 0);
-  std::vector<std::size_t> slot_of_task(mode_ == Dispatch::greedy ? ran : 0);
-  for (std::size_t i = 0; i < workers; ++i) {
-    std::chrono::nanoseconds busy{0};
-    for (const RanTask& r : logs_[i].ran) {
-      const bool kept = r.slot < kRestarted;
-      report.tasks[r.task] =
-          TaskRecord{r.task, i, r.duration, kept, elapsed(origin_ticks_, r.start)};
-      busy += r.duration;
-      accepted[i] += kept ? 1 : 0;
+  std::vector<std::size_t> slot_by_number(fungible_ ? ran : 0);
+  const auto place = [&](std::size_t k, std::size_t worker, const RanTask& r) {
+    const bool kept = r.slot < kRestarted;
+    report.tasks[k] = TaskRecord{r.task, worker, r.duration, kept, elapsed(origin_ticks_, r.start)};
+    report.busy[worker] += r.duration;
+    accepted[worker] += kept ? 1 : 0;
+    if (fungible_) slot_by_number[k] = r.slot;
+  };
+  if (mode_ != Dispatch::mixed && restarts_.load(std::memory_order_relaxed) == 0) {
+    for (std::size_t i = 0; i < workers; ++i) {
+      for (const RanTask& r : logs_[i].ran) place(r.task, i, r);
     }
-    report.busy[i] = busy;
+  } else {
+    std::vector<std::pair<std::size_t, const RanTask*>> by_number;  // (worker, record)
+    by_number.reserve(ran);
+    for (std::size_t i = 0; i < workers; ++i) {
+      for (const RanTask& r : logs_[i].ran) by_number.emplace_back(i, &r);
+    }
+    std::sort(by_number.begin(), by_number.end(), [](const auto& a, const auto& b) {
+      return a.second->task != b.second->task ? a.second->task < b.second->task
+                                              : a.second->start < b.second->start;
+    });
+    for (std::size_t k = 0; k < ran; ++k) place(k, by_number[k].first, *by_number[k].second);
   }
   report.allocation = Allocation(std::move(accepted));
-  if (mode_ == Dispatch::greedy) {
+  if (fungible_) {
     report.retries = std::min(failures_.load(std::memory_order_relaxed), failures_allowed_);
     report.restarts = restarts_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < workers; ++i) {
       for (const RanTask& r : logs_[i].ran) {
-        slot_of_task[r.task] = r.slot;
         if (r.slot == kRestarted) {
           surplus_.push_back({i, std::chrono::duration<double>(r.duration).count()});
           continue;
@@ -761,7 +799,7 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
       }
     }
     slot_order.reserve(batch_);
-    for (std::size_t slot : slot_of_task) {
+    for (std::size_t slot : slot_by_number) {
       if (slot < kRestarted) slot_order.push_back(slot);
     }
   }

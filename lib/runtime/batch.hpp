@@ -71,10 +71,10 @@ struct Censored {
 };
 
 // Life of a batch:
-//   submit() queues one chunk per worker with work (allocated mode: a_i > 0; pull and greedy:
-//   every worker). A worker reaching its chunk *enters* the batch, runs tasks, and *leaves*.
+//   submit() queues one chunk per worker with work (a quota a_i > 0, or a place in the race).
+//   A worker reaching its chunk *enters* the batch, runs tasks, and *leaves*.
 //   The batch *closes* when no more work is wanted: its tasks are all handed out (pull), its
-//   B-th result is claimed (greedy), every share is done (allocated), or its outcome is
+//   B-th result is claimed (fungible), every share is done (allocated), or its outcome is
 //   decided early (a task failed, cancel(), the pool shut down). Once closed, no worker enters
 //   again: a chunk reached later is skipped without touching the task body. The batch
 //   *completes* when it is closed and no worker is inside; on_complete() then runs, once.
@@ -98,10 +98,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Runs `plan` (one role per worker) over `batch` tasks: quotas only (Dispatch::allocated,
   // summing to `batch`), or a race of plan.racers() without quotas (Dispatch::greedy for a
-  // fungible race, Dispatch::pull for an indexed one), or, tracked, quotas with an indexed
-  // race (Dispatch::mixed); the caller refuses a fungible race with quotas.
-  // `recovery` makes an allocated or pull batch tracked (a greedy one takes its retries
-  // only); a mixed plan (quotas and an indexed race) needs one. `body`
+  // fungible race, Dispatch::pull for an indexed one), or quotas with a race (Dispatch::mixed):
+  // tracked with an indexed race; with a fungible one each quota is at most that many samples,
+  // and the racers compute until B results are in, as in the simulator.
+  // `recovery` makes an allocated, pull or indexed mixed batch tracked (a fungible race takes
+  // its retries and restart budgets only); an indexed mixed plan needs one. `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated or tracked batch that needs no per-task records itself (not Timing::samples)
@@ -200,7 +201,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // not aligned: a vector of over-aligned elements is allocated by glibc's memalign, about 700
   // instructions per batch (callgrind), a twentieth of a small batch's cost on its caller.
   struct WorkerLog {
-    std::vector<RanTask> ran;  // pull and greedy modes (allocated mode writes records_)
+    std::vector<RanTask> ran;  // untracked races (allocated and tracked batches: records_)
     QueueEntry entry;          // this batch's place in the worker's queue
     std::size_t settled = 0;   // allocated: tasks of this share taken off the pool's backlog
     std::chrono::nanoseconds busy{0};  // allocated: the share's time
@@ -210,7 +211,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Allocated mode: takes the rest of `worker`'s share off its backlog.
   void settle_share(Lane& worker) noexcept;
-  // Quotas (allocated mode, or quotas and an indexed race: mixed, always tracked).
+  // Quotas (allocated mode, or quotas and a race: mixed).
   [[nodiscard]] bool has_shares() const noexcept {
     return mode_ == Dispatch::allocated || mode_ == Dispatch::mixed;
   }
@@ -293,6 +294,16 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void run_allocated(Lane& worker, TaskContext& ctx);
   void run_pull(Lane& worker, TaskContext& ctx);
   void run_greedy(Lane& worker, TaskContext& ctx);
+  // Where a lane of a fungible race takes its samples' numbers: its quota's own indices first
+  // (a mixed plan), then the race's counter if it races.
+  struct SampleSource {
+    std::size_t next = 0;
+    std::size_t end = 0;
+    bool races = true;
+  };
+  [[nodiscard]] SampleSource samples_of(std::size_t lane) const noexcept;
+  // The next sample's number from `source`; false when the lane has no more to run.
+  [[nodiscard]] bool next_sample(SampleSource& source, std::size_t& task) noexcept;
   // A racer's task threw: whether the race goes on (surplus, or a retry left).
   [[nodiscard]] bool tolerates_failure() noexcept;
   // A racer's result: the next result slot, or surplus past B; the B-th ends the race.
@@ -334,6 +345,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void complete() noexcept;
 
   const Dispatch mode_;
+  const bool fungible_;  // a fungible race (greedy, or mixed with one): results by arrival
   const Timing timing_;
   const bool keep_records_;  // allocated or tracked: records_ has B entries
   const TaskClock& clock_;
@@ -343,7 +355,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   const std::size_t batch_;
   const std::size_t round_;
   const Allocation allocation_;
-  std::vector<std::size_t> first_task_;  // allocated mode: worker i runs [first, first + a_i)
+  std::vector<std::size_t> first_task_;  // quotas: worker i runs [first, first + a_i)
+  std::vector<bool> races_;  // quotas and a fungible race: whether worker i races after its quota
   // Allocated mode: the report's records by task index, each written by the task's worker, so
   // that collecting them is a move rather than a pass over B entries on the caller.
   std::vector<TaskRecord> records_;
@@ -354,17 +367,17 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   LaneSet* lanes_ = nullptr;          // set by submit(): whose backlog the shares count in
 
   std::stop_source stop_;
-  std::atomic<std::size_t> next_task_{0};     // pull and greedy: the next task index to start
-  std::atomic<std::size_t> accepted_{0};      // greedy: result slots claimed so far (may pass B)
-  std::size_t failures_allowed_ = 0;          // greedy: Recovery::retries x B, saturated
-  std::atomic<std::size_t> failures_{0};      // greedy: failed attempts so far
+  std::atomic<std::size_t> next_task_{0};     // pull and fungible: the next race index to start
+  std::atomic<std::size_t> accepted_{0};      // fungible: result slots claimed (may pass B)
+  std::size_t failures_allowed_ = 0;          // fungible: Recovery::retries x B, saturated
+  std::atomic<std::size_t> failures_{0};      // fungible: failed attempts so far
   std::atomic<std::size_t> shares_left_{0};   // allocated: shares not yet run to their end
-  std::atomic<std::size_t> abandoned_{0};     // pull and greedy: copies the pool abandoned
+  std::atomic<std::size_t> abandoned_{0};     // pure races: copies the pool abandoned
   std::atomic<std::uint64_t> state_{0};       // kClosed | workers inside
   std::atomic<bool> completed_{false};        // complete() ran (tracked: it may be reached twice)
   std::unique_ptr<Tracked> tracked_;          // tracked mode only
-  TaskClock::Ticks last_result_ = 0;          // greedy: when the B-th result was claimed
-  std::vector<Censored> surplus_;             // greedy: censored() (collect() fills it)
+  TaskClock::Ticks last_result_ = 0;          // fungible: when the B-th result was claimed
+  std::vector<Censored> surplus_;             // fungible: censored() (collect() fills it)
   // A fungible race with restart budgets: each racer's running sample, which the timer stops.
   struct RacerSample {
     std::mutex mutex;                        // guards the rest
@@ -374,10 +387,10 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
     std::optional<DeadlineTimer::Id> timer;  // armed for its budget
     std::size_t restarted_in_row = 0;        // its lane's thread only (Plan::restart_budget)
   };
-  std::unique_ptr<RacerSample[]> racers_;     // greedy with restart budgets only
+  std::unique_ptr<RacerSample[]> racers_;     // fungible with restart budgets only
   std::vector<double> restart_after_;         // per lane, seconds (+infinity: none)
   DeadlineTimer* restart_timer_ = nullptr;
-  std::atomic<std::size_t> restarts_{0};      // greedy: samples restarted
+  std::atomic<std::size_t> restarts_{0};      // fungible: samples restarted
 
   mutable std::mutex outcome_mutex_;
   Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_

@@ -54,25 +54,16 @@ void quotas_off_stuck(std::span<const std::size_t> stuck, Plan& plan) {
 }
 
 // The policy's plan must give every lane a role and account for exactly B tasks: the batch
-// sizes its result slots and task ranges from it. What the thread runtime runs of a plan (the
-// simulator's interpretation, lib/sim/simulation.cpp): quotas and indexed races, alone or
-// together, with their backups, retries and restart budgets (tracked when they have any); a
-// fungible race with retries (backups add nothing to one, as in the simulator). The two
-// shapes the threads do not run are refused here, never ignored.
+// sizes its result slots and task ranges from it. The thread runtime runs every plan as the
+// simulator does (lib/sim/simulation.cpp): quotas and races, alone or together, with their
+// backups, retries and restart budgets (backups add nothing to a fungible race).
 void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t batch,
                            std::size_t workers) {
   plan.check(batch, workers, policy.name());
-  const std::string name = "policy '" + std::string(policy.name()) + "' planned ";
-  const Dispatch dispatch = plan.dispatch();
-  if (dispatch == Dispatch::allocated && plan.quotas().total() != batch) {
+  if (plan.dispatch() == Dispatch::allocated && plan.quotas().total() != batch) {
     throw Error("policy '" + std::string(policy.name()) + "' allocated " +
                 std::to_string(plan.quotas().total()) + " tasks for a batch of B = " +
                 std::to_string(batch) + "; an allocation must sum to B");
-  }
-  if (dispatch == Dispatch::mixed && plan.race_kind() == RaceKind::fungible) {
-    throw Error(name +
-                "quotas and a fungible race in one batch; on threads quotas run with an indexed "
-                "race only (not supported with a fungible race on threads yet)");
   }
 }
 
@@ -260,9 +251,11 @@ void BatchOperation::submit_now() {
         pacer->set_means(means);
       } else {
         // The plan's own backups and retries override the scheduler's, as in the simulator.
-        // Quotas and indexed races with any of them are tracked, and so are mixed plans; a
-        // fungible race takes its retries and restart budgets alone (Batch::run_greedy).
+        // Quotas and indexed races with any of them are tracked, and so are quotas with an
+        // indexed race; a fungible race takes its retries and restart budgets alone
+        // (Batch::run_greedy).
         const Dispatch dispatch = plan.dispatch();
+        const bool fungible = !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
         BackupOptions backups = plan.backups().value_or(options.backups());
         if (!backups.min_overdue) {
           backups.min_overdue = std::chrono::duration<double>(options.kDefaultMinOverdue).count();
@@ -272,10 +265,11 @@ void BatchOperation::submit_now() {
         // the caller may take over the shares of lanes that have not reached the batch.
         const bool caller_takes_over =
             blocking_ && dispatch == Dispatch::allocated && core.caller_lane() < workers;
-        const bool tracked = dispatch == Dispatch::mixed || caller_takes_over ||
-                             (dispatch != Dispatch::greedy &&
-                              (backups.enabled() || retries > 0 || plan.has_restarts()));
-        if (tracked || (dispatch == Dispatch::greedy && (retries > 0 || plan.has_restarts()))) {
+        const bool recovers = retries > 0 || plan.has_restarts();
+        const bool tracked =
+            !fungible && (dispatch == Dispatch::mixed || caller_takes_over ||
+                          backups.enabled() || recovers);
+        if (tracked || (fungible && recovers)) {
           recovery.emplace();
           recovery->backups = backups;
           recovery->retries = retries;

@@ -21,6 +21,14 @@ namespace {
 
 using Outcome = sim::CopyRecord::Outcome;
 
+// The copies worker by worker, each worker's in start order.
+std::vector<sim::CopyRecord> per_worker_in_start_order(std::vector<sim::CopyRecord> copies) {
+  std::stable_sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) {
+    return a.worker != b.worker ? a.worker < b.worker : a.start < b.start;
+  });
+  return copies;
+}
+
 // The first inconsistency of the simulator's copy log for `c`, or "".
 std::string log_problem(const PlanCase& c, const Expected& e) {
   const std::size_t n = c.plan.workers();
@@ -58,22 +66,34 @@ std::string log_problem(const PlanCase& c, const Expected& e) {
   if (e.order.size() != c.batch) return std::to_string(e.order.size()) + " accepted for B";
   if (fungible(c.plan)) {
     // B accepted, the results in their finish order; what still ran at the B-th was stopped
-    // then; the samples numbered 0, 1, ... without gaps or repeats.
+    // then; each quota worker's samples numbered from the start of its range in worker order,
+    // without gaps (it may not reach the end of it), and the race's after the quotas, without
+    // gaps or repeats.
+    const std::size_t quota_total = c.plan.quotas().total();
     std::vector<std::size_t> numbers;
     for (std::size_t m = 0; m < c.batch; ++m) {
       if (e.results[m].worker != e.order[m].worker || e.results[m].finish != e.order[m].end) {
         return "result " + std::to_string(m) + " is not the m-th accepted copy";
       }
     }
-    for (const auto& copy : e.copies) {
-      numbers.push_back(copy.task);
+    std::vector<std::size_t> quota_next(n, 0);  // per worker: its next quota number
+    for (std::size_t w = 0, first = 0; w < n; ++w) {
+      quota_next[w] = first;
+      first += c.plan.quotas()[w];
+    }
+    for (const auto& copy : per_worker_in_start_order(e.copies)) {
+      if (copy.task < quota_total) {
+        if (copy.task != quota_next[copy.worker]++) return "a quota sample out of turn" + at(copy);
+      } else {
+        numbers.push_back(copy.task);
+      }
       if (copy.outcome == Outcome::stopped && copy.end != e.order.back().end) {
         return "a copy stopped before or after the B-th result" + at(copy);
       }
     }
     std::sort(numbers.begin(), numbers.end());
     for (std::size_t k = 0; k < numbers.size(); ++k) {
-      if (numbers[k] != k) return "samples not numbered 0, 1, ... in the copy log";
+      if (numbers[k] != quota_total + k) return "race samples not numbered after the quotas";
     }
     // Every racer still running at the end was stopped: each has a copy reaching the end.
     for (std::size_t w : c.plan.racers()) {
@@ -135,6 +155,18 @@ TEST_CASE("engines: the simulator's copy log of every plan of the table is consi
   CHECK(e.order.back().end == 6.0);
   REQUIRE(e.unlogged.size() == 1);
   CHECK(e.unlogged[0] == Key{0, 5});
+  // Quotas with a fungible race, "quotas {0,0,0,3}, fungible {0,1}", B = 5 (times 2, 3 and 7):
+  // the racers number from 3 and give every result, the same tie at t = 6 starts worker 0's
+  // sample 8, and worker 3 is stopped in its first quota sample and never starts 1 or 2.
+  const auto mixed = std::find_if(cases.begin(), cases.end(), [](const PlanCase& c) {
+    return c.name == "quotas {0,0,0,3}, fungible {0,1}";
+  });
+  REQUIRE(mixed != cases.end());
+  const Expected m = simulate(*mixed);
+  REQUIRE(m.unlogged.size() == 1);
+  CHECK(m.unlogged[0] == Key{0, 8});
+  CHECK(m.starts[3] == std::vector<std::size_t>{0});
+  CHECK(m.starts[1] == std::vector<std::size_t>{4, 6});
 }
 
 }  // namespace ata::testing::engines

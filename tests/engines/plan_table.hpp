@@ -39,11 +39,12 @@ inline std::vector<PlanCase> plan_cases() {
   const auto race = [](std::size_t n, Q members, RaceKind kind) {
     return Plan::race(n, members, kind);
   };
-  // Quotas, the other workers racing for the indices the quotas leave.
-  const auto mixed = [](Q q, Q members) {
+  // Quotas, and racers: for the indices the quotas leave (indexed), or for any results until
+  // B are in (fungible; each quota is then at most that many samples).
+  const auto mixed = [](Q q, Q members, RaceKind kind = RaceKind::indexed) {
     Plan plan = Plan::quotas(Allocation(std::move(q)));
     for (std::size_t w : members) plan.set_racer(w);
-    return plan.set_race_kind(RaceKind::indexed);
+    return plan.set_race_kind(kind);
   };
   const auto indexed = RaceKind::indexed;
   const auto fungible = RaceKind::fungible;
@@ -58,6 +59,13 @@ inline std::vector<PlanCase> plan_cases() {
       {"fungible {0,2,3} of 4", race(4, {0, 2, 3}, fungible), 7},
       {"quotas {2,0,0}, indexed {1,2}", mixed({2, 0, 0}, {1, 2}), 7},
       {"quotas {0,1,0,2}, indexed {0,2}", mixed({0, 1, 0, 2}, {0, 2}), 6},
+      // Worker 0's quota ends at t = 4; the racers give the rest.
+      {"quotas {2,0,0}, fungible {1,2}", mixed({2, 0, 0}, {1, 2}, fungible), 7},
+      // Worker 3 is stopped in its quota's first sample and never starts the other two; the
+      // B-th result (worker 1's, t = 6) ties with worker 0's, which starts a sample then.
+      {"quotas {0,0,0,3}, fungible {0,1}", mixed({0, 0, 0, 3}, {0, 1}, fungible), 5},
+      // Worker 0 both holds a quota and races after it; worker 1's quota is cut short.
+      {"quotas {1,2,0}, fungible {0,2}", mixed({1, 2, 0}, {0, 2}, fungible), 4},
   };
   for (std::size_t b : {1, 2, 4, 7}) {
     cases.push_back({"indexed, all 3", Plan::race(3, indexed), b});
@@ -90,10 +98,11 @@ struct Expected {
   std::vector<sim::TaskResult> results;  // last_results()
   // The accepted copies in the simulator's event order: end time, ties by lower worker.
   std::vector<sim::CopyRecord> order;
-  // Fungible race: samples started at the instant of the B-th result by racers whose result
-  // came just before it in event order (a lower worker index). The simulator stops them at
-  // once and, as they ran for no time, leaves them out of its copy log; a real engine starts
-  // them and stops them at the B-th result.
+  // Fungible race: samples started at the instant of the B-th result by workers whose result
+  // came just before it in event order (a lower worker index): their quota's next, or else
+  // the race's next number. The simulator stops them at once and, as they ran for no time,
+  // leaves them out of its copy log; a real engine starts them and stops them at the B-th
+  // result.
   std::vector<Key> unlogged;
   // Per worker: the tasks it starts, in order (the copy log's, then the unlogged ones).
   std::vector<std::vector<std::size_t>> starts;
@@ -118,12 +127,29 @@ inline Expected simulate(const PlanCase& c) {
     return a.end != b.end ? a.end < b.end : a.worker < b.worker;
   });
   if (fungible(c.plan) && !e.order.empty()) {
-    // The simulator numbers its samples in start order; the unlogged ones started last.
-    std::size_t numbered = 0;
-    for (const auto& copy : e.copies) numbered = std::max(numbered, copy.task + 1);
+    // The simulator numbers quota samples 0..(sum of quotas) by worker, and the race's after
+    // them in start order; the unlogged ones started last.
+    const auto quotas = c.plan.quotas().tasks();
+    std::vector<std::size_t> quota_started(n, 0);
+    std::size_t numbered = c.plan.quotas().total();
+    for (const auto& copy : e.copies) {
+      if (copy.task < c.plan.quotas().total()) {
+        ++quota_started[copy.worker];
+      } else {
+        numbered = std::max(numbered, copy.task + 1);
+      }
+    }
     const double last = e.order.back().end;
     for (std::size_t m = 0; m + 1 < e.order.size(); ++m) {
-      if (e.order[m].end == last) e.unlogged.push_back({e.order[m].worker, numbered++});
+      const std::size_t w = e.order[m].worker;
+      if (e.order[m].end != last) continue;
+      if (quota_started[w] < quotas[w]) {
+        std::size_t first = 0;
+        for (std::size_t u = 0; u < w; ++u) first += quotas[u];
+        e.unlogged.push_back({w, first + quota_started[w]++});
+      } else if (c.plan.is_racer(w)) {
+        e.unlogged.push_back({w, numbered++});
+      }
     }
   }
   e.starts.assign(n, {});

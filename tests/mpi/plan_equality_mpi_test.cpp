@@ -450,6 +450,8 @@ extern "C" int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Me
 TEST_CASE("engines over MPI: a plan has the same outcome in the simulator and on ranks",
           "[engines][plan][mpi]") {
   for (const PlanCase& c : plan_cases()) {
+    // Quotas with a fungible race: the rank back-end refuses them by name (mpi_test.cpp).
+    if (c.plan.dispatch() == Dispatch::mixed && fungible(c.plan)) continue;
     CAPTURE(c.name, c.batch);
     const Expected e = simulate(c);
     RankGates gates(c.plan.workers());

@@ -3,7 +3,8 @@
 // (issue 20: options a user cannot get wrong), enumerated as the cartesian product of
 //   binding (on arrival, late) x backups (off, copies, on) x retries (0, 1) x time_chunks x
 //   task_records x policy (uta, ata-e: quotas; pull: an indexed race; gta, race:2: fungible
-//   races) x the lane kinds of the including file.
+//   races; quota+race: a quota on lane 2 and a fungible race of lanes 0 and 1) x the lane
+//   kinds of the including file.
 // A combination either cannot be written (late binding has no backups, retries or chunk
 // timing: LateBindingOptions has no setter for them, checked by the static_asserts below, so
 // it is absent, and counted), or it runs a few small batches and a failing one on the kind's
@@ -63,6 +64,9 @@ inline constexpr std::size_t kLanes = 3;
 // race:2 races the two workers of smallest true mean: lanes 0 and 1.
 inline const std::vector<double> kMeans{1.0, 2.0, 3.0};
 inline constexpr std::size_t kRaceMembers = 2;
+// A plan of no named policy: lane 2's quota of one sample, lanes 0 and 1 racing after it (a
+// quota of one fits every B).
+inline constexpr const char* kQuotaAndRace = "quota+race";
 
 struct Combination {
   bool late = false;
@@ -76,9 +80,14 @@ struct Combination {
   [[nodiscard]] bool representable() const {
     return !late || (backups == BackupMode::off && retries == 0 && !time_chunks);
   }
-  [[nodiscard]] bool fungible() const { return policy == "gta" || policy == "race:2"; }
+  [[nodiscard]] bool fungible() const {
+    return policy == "gta" || policy == "race:2" || policy == kQuotaAndRace;
+  }
+  // A fungible race's first number: the race numbers its samples after the quotas.
+  [[nodiscard]] std::size_t first_race_number() const { return policy == kQuotaAndRace ? 1 : 0; }
   // The shape the reports name: late binding hands out quotas one by one, as a pull batch.
   [[nodiscard]] Dispatch dispatch() const {
+    if (policy == kQuotaAndRace) return Dispatch::mixed;
     if (fungible()) return Dispatch::greedy;
     if (policy == "pull" || late) return Dispatch::pull;
     return Dispatch::allocated;
@@ -183,7 +192,11 @@ inline std::unique_ptr<rt::BatchScheduler> scheduler_for(const Combination& c, r
 inline void run_combination(const Combination& c, rt::Lanes& lanes) {
   PolicyOptions policy_options;
   policy_options.means = kMeans;
-  auto policy = make_policy(c.policy, kLanes, policy_options);
+  const std::vector<std::size_t> racers{0, 1};
+  auto policy = c.policy == kQuotaAndRace
+                    ? std::make_unique<FixedPlanPolicy>(
+                          c.policy, Plan::race(kLanes, racers, RaceKind::fungible).set_quota(2, 1))
+                    : make_policy(c.policy, kLanes, policy_options);
   const auto scheduler = scheduler_for(c, lanes, *policy);
 
   std::size_t rounds = 0;
@@ -198,14 +211,15 @@ inline void run_combination(const Combination& c, rt::Lanes& lanes) {
     CHECK(policy->round() == rounds);
     CHECK(scheduler->rounds() == rounds);
   }
-  // One failing attempt: task 3's first one. In a fungible race it is the first task,
-  // numbered 0, whose result any later task replaces; the other racers wait until the lane
+  // One failing attempt: task 3's first one. In a fungible race it is the race's first task
+  // (numbered after the quotas), whose result any later task replaces; the other racers wait
+  // until the lane
   // that failed it comes back for another task (the failure handled) or the batch stops, so
   // that the failure is never surplus. With a retry the batch succeeds and reports it;
   // without, the batch fails with the task's exception, its round still counted (unless a
   // backup copy of the task gave the result, below).
   constexpr std::size_t kBatch = 7;
-  const std::size_t failing = c.fungible() ? 0 : 3;
+  const std::size_t failing = c.fungible() ? c.first_race_number() : 3;
   Calls calls(kBatch);
   std::atomic<bool> failed{false};
   std::atomic<std::size_t> failed_on{kLanes};
@@ -268,7 +282,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_OPTIONS_PREFIX
       for (const std::size_t retries : {0, 1}) {
         for (const bool time_chunks : {false, true}) {
           for (const bool task_records : {true, false}) {
-            for (const char* policy : {"uta", "ata-e", "pull", "gta", "race:2"}) {
+            for (const char* policy : {"uta", "ata-e", "pull", "gta", "race:2", kQuotaAndRace}) {
               const Combination c{late, backups, retries, time_chunks, task_records, policy};
               CAPTURE(TestType::name, c.late, backup_mode_name(c.backups), c.retries, c.time_chunks,
                       c.task_records, c.policy);
@@ -292,11 +306,11 @@ TEMPLATE_LIST_TEST_CASE(ATA_OPTIONS_PREFIX
       }
     }
   }
-  // 2 x 3 x 2 x 2 x 2 x 5: late binding runs only backups off, no retries, tasks timed, and
+  // 2 x 3 x 2 x 2 x 2 x 6: late binding runs only backups off, no retries, tasks timed, and
   // none of it on a caller lane.
-  const std::size_t late_on_caller = lanes->has_caller_lane() ? 10 : 0;
-  CHECK(ran == 130 - late_on_caller);
-  CHECK(absent == 110 + late_on_caller);
+  const std::size_t late_on_caller = lanes->has_caller_lane() ? 12 : 0;
+  CHECK(ran == 156 - late_on_caller);
+  CHECK(absent == 132 + late_on_caller);
 }
 
 }  // namespace ata::testing::options

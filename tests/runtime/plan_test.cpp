@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ata/ata.hpp"
@@ -24,7 +25,6 @@ using namespace std::chrono_literals;
 namespace rt = ata::runtime;
 using ata::testing::check_exactly_once;
 using ata::testing::nap;
-using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
@@ -114,28 +114,52 @@ TEST_CASE("a plan's own retries run on threads, overriding the scheduler's",
   }
 }
 
-TEST_CASE("what a plan asks that threads cannot run is refused by name, never ignored",
-          "[runtime][plan][errors]") {
+TEST_CASE("quotas with a fungible race: each quota at most its samples, racers until B",
+          "[runtime][plan]") {
+  // Worker 0 holds a quota of 2 and sleeps, so that the racer (worker 1) gives most results;
+  // worker 2 has a quota of 1 and is fast. The batch ends at B results, whoever gave them.
+  constexpr std::size_t kWorkers = 3;
+  constexpr std::size_t kBatch = 6;
+  rt::WorkerPool pool(kWorkers);
+  ata::FixedPlanPolicy policy("mixed", ata::Plan(kWorkers)
+                                           .set_quota(0, 2)
+                                           .set_quota(2, 1)
+                                           .set_racer(1)
+                                           .set_race_kind(ata::RaceKind::fungible));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+  for (int round = 0; round < 5; ++round) {
+    auto [values, report] = scheduler.run(kBatch, [](const rt::TaskContext& ctx) {
+      if (ctx.worker() == 0) (void)nap(ctx, 2ms);
+      return std::pair{ctx.worker(), ctx.task()};
+    });
+    CHECK(report.dispatch == ata::Dispatch::mixed);
+    REQUIRE(values.size() == kBatch);
+    std::vector<std::size_t> ran(kWorkers, 0);
+    for (const auto& record : report.tasks) {
+      ++ran[record.worker];
+      // The quotas number their samples 0..2 (worker 0: 0 and 1, worker 2: 2), the race after.
+      if (record.worker == 0) CHECK(record.task < 2);
+      if (record.worker == 2) CHECK(record.task == 2);
+      if (record.worker == 1) CHECK(record.task >= 3);
+    }
+    CHECK(ran[0] <= 2);
+    CHECK(ran[2] <= 1);
+    CHECK(report.allocation.total() == kBatch);
+    // Each value is its sample's, in sample-number order.
+    for (std::size_t m = 1; m < values.size(); ++m) CHECK(values[m - 1].second < values[m].second);
+    for (const auto& [worker, task] : values) {
+      CHECK(std::any_of(report.tasks.begin(), report.tasks.end(), [&](const auto& record) {
+        return record.worker == worker && record.task == task && record.accepted;
+      }));
+    }
+  }
+}
+
+TEST_CASE("what a plan sets to nothing runs on threads, never refused", "[runtime][plan]") {
   constexpr std::size_t kWorkers = 2;
   constexpr std::size_t kBatch = 4;
   rt::WorkerPool pool(kWorkers);
   const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
-  const auto refused = [&](ata::Plan plan) {
-    ata::FixedPlanPolicy policy("fixed", std::move(plan));
-    rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
-    try {
-      scheduler.run(kBatch, task);
-    } catch (const ata::Error& e) {
-      CHECK(scheduler.rounds() == 1);  // the policy planned the round: it counts
-      return std::string(e.what());
-    }
-    return std::string("not refused");
-  };
-  CHECK_THAT(refused(ata::Plan(kWorkers).set_quota(0, 2).set_racer(1).set_race_kind(
-                 ata::RaceKind::fungible)),
-             ContainsSubstring("'fixed'") && ContainsSubstring("quotas and a fungible race") &&
-                 ContainsSubstring("not supported"));
-
   // What a plan sets to nothing runs: backups off in an indexed race, no retries of a race,
   // and a fungible race's backups, which (as in the simulator) add nothing to a race of
   // interchangeable tasks.
@@ -491,6 +515,47 @@ TEST_CASE("a fungible race's restart budgets run on threads: a sample past its b
     std::lock_guard lock(policy.mutex());
     CHECK(policy.stats(1).censored_count() == 1);  // its one sample, cut by the B-th result
   }
+}
+
+TEST_CASE("quotas with a fungible race restart a quota's sample under its own number",
+          "[runtime][plan][restarts]") {
+  // As the simulator does: a restarted sample is run afresh, so a quota counts the samples
+  // that ran to their end (or to the B-th result), not the attempts.
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 6;
+  rt::WorkerPool pool(kWorkers);
+  ata::FixedPlanPolicy policy("mixed restarts", ata::Plan(kWorkers)
+                                                    .set_quota(0, 2)
+                                                    .set_racer(1)
+                                                    .set_race_kind(ata::RaceKind::fungible)
+                                                    .set_restart_after(0, 0.005));
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+  std::atomic<int> attempts_on_0 = 0;
+  auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 0) {
+      if (attempts_on_0++ == 0) nap(ctx, 20s);  // only its budget stops it
+    } else {
+      // The racer gives nothing before worker 0 has started its second attempt.
+      (void)ata::testing::eventually([&] { return attempts_on_0.load() >= 2; }, 20s);
+    }
+    return ctx.task();
+  });
+  CHECK(values.size() == kBatch);
+  CHECK(report.dispatch == ata::Dispatch::mixed);
+  CHECK(report.restarts >= 1);
+  std::vector<rt::TaskRecord> zeros;
+  for (const auto& record : report.tasks) {
+    if (record.task == 0) zeros.push_back(record);
+    if (record.worker == 1) CHECK(record.task >= 2);
+    if (record.worker == 0) CHECK(record.task < 2);
+  }
+  // Sorted by number, then start: the restarted attempt, then the fresh one.
+  REQUIRE(zeros.size() >= 2);
+  CHECK(zeros[0].worker == 0);
+  CHECK_FALSE(zeros[0].accepted);
+  CHECK(zeros[0].duration >= 5ms);
+  CHECK(zeros[1].worker == 0);
+  CHECK(zeros[1].start >= zeros[0].start);
 }
 
 TEST_CASE("a budget every copy outlasts backs off on threads, and the batch ends",
