@@ -75,10 +75,10 @@ struct Config {
 // The lanes of one strategy's run, and the executor they post to (destroyed after them).
 class LaneHost {
  public:
-  LaneHost(const std::string& kind, const ata::runtime::PoolOptions& options) {
+  LaneHost(const std::string& kind, const ata::runtime::LaneOptions& options) {
     const std::size_t n = options.workers();
     if (kind == "threads") {
-      lanes_ = std::make_unique<ata::runtime::WorkerPool>(options);
+      lanes_ = std::make_unique<ata::runtime::WorkerPool>(ata::runtime::PoolOptions(options));
     } else if (kind == "asio") {
       pool_.emplace(n);
       lanes_ = std::make_unique<ata::runtime::AsioLanes>(
@@ -135,7 +135,7 @@ std::unique_ptr<ata::Policy> make(const std::string& name, const ata::models::Sc
 struct ThreadRun {
   ThreadRun(const Config& c, const ata::models::Scenario& scenario, const std::string& name,
             const std::string& backups, std::chrono::nanoseconds unit)
-      : host(c.lanes, ata::runtime::PoolOptions::from_scenario(scenario, unit).set_seed(c.seed)),
+      : host(c.lanes, ata::runtime::LaneOptions::from_scenario(scenario, unit).set_seed(c.seed)),
         policy(make(name, scenario.scaled(Seconds(unit).count()))),
         scheduler(host.lanes(), *policy,
                   ata::runtime::SchedulerOptions{}.set_backups(backups_named(backups))) {}

@@ -31,8 +31,8 @@ double cpu_seconds() {
 
 double seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double>(t).count(); }
 
-ata::runtime::PoolOptions cluster(std::size_t workers, const std::string& preset, double unit_us) {
-  auto options = ata::runtime::PoolOptions::from_scenario(
+ata::runtime::LaneOptions cluster(std::size_t workers, const std::string& preset, double unit_us) {
+  auto options = ata::runtime::LaneOptions::from_scenario(
       ata::models::make_preset(preset, workers),
       std::chrono::nanoseconds(static_cast<long long>(unit_us * 1000.0)));
   options.set_seed(11);
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   const double alpha = 58.0 * static_cast<double>(workers) * unit_us * 1e-6;
   ata::AtaPolicy on_threads(workers, alpha);
   ata::AtaPolicy on_ranks(workers, alpha);
-  ata::runtime::WorkerPool pool(options);
+  ata::runtime::WorkerPool pool{ata::runtime::PoolOptions(options)};
   ata::runtime::BatchScheduler threads(pool, on_threads);
   ata::mpi::RankScheduler root(MPI_COMM_WORLD, on_ranks);
 

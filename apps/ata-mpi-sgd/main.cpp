@@ -200,7 +200,7 @@ int worker_main(int argc, char** argv) {
     config.reset();
   }
   if (!config) {
-    runtime::PoolOptions idle(worker_ranks());
+    runtime::LaneOptions idle(worker_ranks());
     mpi::finish(mpi::serve_tasks(MPI_COMM_WORLD, tasks, idle));
     return 0;
   }
@@ -213,7 +213,7 @@ int worker_main(int argc, char** argv) {
     problem->stochastic_gradient(x, rng, g);
     return mpi::to_bytes(g);
   });
-  auto pool = runtime::PoolOptions::from_scenario(
+  auto pool = runtime::LaneOptions::from_scenario(
       config->scenario, config->unit,
       config->burn ? runtime::Slowdown::Kind::burn : runtime::Slowdown::Kind::sleep);
   pool.set_seed(config->seed);

@@ -44,17 +44,17 @@ void require_length(const char* what, std::size_t length, std::size_t workers) {
   }
 }
 
-// The slowdowns and seed of config's workers; CPUs too when the lanes' threads are a
-// WorkerPool's (posted lanes pin their own threads).
-runtime::PoolOptions pool_options(const TrainingConfig& config, bool pin) {
+// The slowdowns and seed of config's workers (lanes on threads they do not own: those
+// threads are pinned where they are made).
+runtime::LaneOptions lane_options(const TrainingConfig& config) {
   const std::size_t n = config.scenario.workers();
   require_length("CPUs", config.cpus.size(), n);
   require_length("work factors", config.work_factors.size(), n);
-  auto options = config.simulated_delays ? runtime::PoolOptions::from_scenario(
+  auto options = config.simulated_delays ? runtime::LaneOptions::from_scenario(
                                                config.scenario, config.unit,
                                                config.burn ? runtime::Slowdown::Kind::burn
                                                            : runtime::Slowdown::Kind::sleep)
-                                         : runtime::PoolOptions(n);
+                                         : runtime::LaneOptions(n);
   if (!config.work_factors.empty() && config.simulated_delays) {
     // A worker's slowdown is one kind: a simulated delay or repeated work.
     throw InvalidArgument("work factors need workers without simulated delays (scenario none)");
@@ -65,9 +65,13 @@ runtime::PoolOptions pool_options(const TrainingConfig& config, bool pin) {
     }
   }
   options.set_seed(config.seed);
-  if (pin) {
-    for (std::size_t i = 0; i < config.cpus.size(); ++i) options.set_cpu(i, config.cpus[i]);
-  }
+  return options;
+}
+
+// The same for a WorkerPool, whose threads are pinned to config's CPUs.
+runtime::PoolOptions pool_options(const TrainingConfig& config) {
+  runtime::PoolOptions options(lane_options(config));
+  for (std::size_t i = 0; i < config.cpus.size(); ++i) options.set_cpu(i, config.cpus[i]);
   return options;
 }
 
@@ -152,7 +156,7 @@ struct TrainingLanes::Parts {
 namespace {
 
 struct ThreadParts final : TrainingLanes::Parts {
-  explicit ThreadParts(const TrainingConfig& config) : pool(pool_options(config, true)) {}
+  explicit ThreadParts(const TrainingConfig& config) : pool(pool_options(config)) {}
   runtime::Lanes& lanes() noexcept override { return pool; }
   runtime::WorkerPool pool;
 };
@@ -164,7 +168,7 @@ struct AsioParts final : TrainingLanes::Parts {
 
   explicit AsioParts(const TrainingConfig& config) {
     const std::size_t n = config.scenario.workers();
-    const auto options = pool_options(config, false);
+    const auto options = lane_options(config);
     try {
       std::vector<boost::asio::any_io_executor> executors;
       for (std::size_t i = 0; i < n; ++i) {
@@ -215,7 +219,7 @@ struct ArenaParts final : TrainingLanes::Parts {
       arenas.push_back(std::make_unique<oneapi::tbb::task_arena>(1, 1));
       pointers.push_back(arenas.back().get());
     }
-    arena_lanes.emplace(pointers, pool_options(config, false));
+    arena_lanes.emplace(pointers, lane_options(config));
 #ifdef __linux__
     // After the lanes raised TBB's thread limit: an arena started before asks for too few.
     for (std::size_t i = 0; i < config.cpus.size(); ++i) {

@@ -82,7 +82,7 @@ std::optional<std::chrono::nanoseconds> budget_of(const Work& w, std::size_t res
 
 class Worker {
  public:
-  Worker(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOptions& options,
+  Worker(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOptions& options,
          std::size_t index)
       : comm_(comm),
         tasks_(tasks),
@@ -168,7 +168,7 @@ class Worker {
 
 }  // namespace
 
-bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::PoolOptions& options) {
+bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOptions& options) {
   int rank = 0;
   int size = 0;
   MPI_Comm_rank(comm, &rank);

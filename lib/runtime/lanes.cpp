@@ -77,11 +77,11 @@ CallerLanePool::~CallerLanePool() = default;
 
 namespace {
 
-PoolOptions options_for(const std::vector<PostedLanes::Launcher>& launchers, const char* what) {
+LaneOptions options_for(const std::vector<PostedLanes::Launcher>& launchers, const char* what) {
   if (launchers.empty()) {
     throw InvalidArgument(std::string(what) + " needs at least one lane, got no launcher");
   }
-  return PoolOptions(launchers.size());
+  return LaneOptions(launchers.size());
 }
 
 }  // namespace
@@ -89,10 +89,10 @@ PoolOptions options_for(const std::vector<PostedLanes::Launcher>& launchers, con
 PostedLanes::PostedLanes(std::vector<Launcher> launchers)
     : PostedLanes(launchers, options_for(launchers, "posted lane set"), "posted lane set") {}
 
-PostedLanes::PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options)
+PostedLanes::PostedLanes(std::vector<Launcher> launchers, const LaneOptions& options)
     : PostedLanes(std::move(launchers), options, "posted lane set") {}
 
-PostedLanes::PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options,
+PostedLanes::PostedLanes(std::vector<Launcher> launchers, const LaneOptions& options,
                          const char* what)
     : Lanes(std::make_unique<detail::PostedLanesCore>(std::move(launchers), options, what)) {}
 

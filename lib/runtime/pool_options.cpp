@@ -8,17 +8,23 @@
 
 namespace ata::runtime {
 
-PoolOptions::PoolOptions(std::size_t workers) : slowdowns_(workers), cpus_(workers) {
+namespace detail {
+
+template <class Options>
+LaneOptionsBase<Options>::LaneOptionsBase(std::size_t workers) : slowdowns_(workers) {
   if (workers == 0) throw InvalidArgument("a worker pool needs at least one worker, got 0");
 }
 
-PoolOptions PoolOptions::from_scenario(const models::Scenario& scenario,
-                                       std::chrono::nanoseconds unit, Slowdown::Kind kind) {
+template <class Options>
+Options LaneOptionsBase<Options>::from_scenario(const models::Scenario& scenario,
+                                                std::chrono::nanoseconds unit,
+                                                Slowdown::Kind kind) {
   if (kind != Slowdown::Kind::sleep && kind != Slowdown::Kind::burn) {
     throw InvalidArgument("a pool from scenario '" + scenario.name() +
                           "' sleeps or burns its delays; other slowdown kinds draw none");
   }
-  PoolOptions options(scenario.workers());
+  Options options(scenario.workers());
+  std::vector<Slowdown>& slowdowns = static_cast<LaneOptionsBase&>(options).slowdowns_;
   // Names the worker (and round) in a refusal of the slowdown itself.
   const auto where = [&](std::size_t worker, const InvalidArgument& e) {
     return InvalidArgument("worker " + std::to_string(worker) + " of scenario '" + scenario.name() +
@@ -27,15 +33,15 @@ PoolOptions PoolOptions::from_scenario(const models::Scenario& scenario,
   for (std::size_t i = 0; i < scenario.workers(); ++i) {
     const models::TimeModel& model = scenario.models()[i];
     try {
-      options.slowdowns_[i] = kind == Slowdown::Kind::sleep ? Slowdown::sleep(model, unit)
-                                                            : Slowdown::burn(model, unit);
+      slowdowns[i] = kind == Slowdown::Kind::sleep ? Slowdown::sleep(model, unit)
+                                                   : Slowdown::burn(model, unit);
     } catch (const InvalidArgument& e) {
       throw where(i, e);
     }
   }
   for (const models::WorkerChange& change : scenario.changes()) {
     try {
-      options.slowdowns_[change.worker].change_at(change.round, change.model);
+      slowdowns[change.worker].change_at(change.round, change.model);
     } catch (const InvalidArgument& e) {
       throw where(change.worker, e);
     }
@@ -43,43 +49,58 @@ PoolOptions PoolOptions::from_scenario(const models::Scenario& scenario,
   return options;
 }
 
-PoolOptions& PoolOptions::set_slowdown(std::size_t worker, Slowdown slowdown) {
-  detail::require_worker_index(worker, workers());
+template <class Options>
+Options& LaneOptionsBase<Options>::set_slowdown(std::size_t worker, Slowdown slowdown) {
+  ata::detail::require_worker_index(worker, workers());
   slowdowns_[worker] = std::move(slowdown);
-  return *this;
+  return static_cast<Options&>(*this);
 }
 
-PoolOptions& PoolOptions::set_all_slowdowns(const Slowdown& slowdown) {
+template <class Options>
+Options& LaneOptionsBase<Options>::set_all_slowdowns(const Slowdown& slowdown) {
   for (auto& s : slowdowns_) s = slowdown;
-  return *this;
+  return static_cast<Options&>(*this);
 }
 
-PoolOptions& PoolOptions::set_cpu(std::size_t worker, unsigned cpu) {
-  detail::require_worker_index(worker, workers());
-  cpus_[worker] = cpu;
-  return *this;
-}
-
-PoolOptions& PoolOptions::set_idle_spin(std::chrono::nanoseconds spin) {
+template <class Options>
+Options& LaneOptionsBase<Options>::set_idle_spin(std::chrono::nanoseconds spin) {
   if (spin < std::chrono::nanoseconds{0}) {
     throw InvalidArgument("idle spin must be >= 0 ns, got " + std::to_string(spin.count()) + " ns");
   }
   idle_spin_ = spin;
-  return *this;
+  return static_cast<Options&>(*this);
 }
 
-PoolOptions& PoolOptions::set_seed(std::uint64_t seed) noexcept {
+template <class Options>
+Options& LaneOptionsBase<Options>::set_seed(std::uint64_t seed) noexcept {
   seed_ = seed;
-  return *this;
+  return static_cast<Options&>(*this);
 }
 
-const Slowdown& PoolOptions::slowdown(std::size_t worker) const {
-  detail::require_worker_index(worker, workers());
+template <class Options>
+const Slowdown& LaneOptionsBase<Options>::slowdown(std::size_t worker) const {
+  ata::detail::require_worker_index(worker, workers());
   return slowdowns_[worker];
 }
 
+}  // namespace detail
+
+template class detail::LaneOptionsBase<LaneOptions>;
+template class detail::LaneOptionsBase<PoolOptions>;
+
+PoolOptions::PoolOptions(const LaneOptions& lanes) : PoolOptions(lanes.workers()) {
+  for (std::size_t i = 0; i < lanes.workers(); ++i) set_slowdown(i, lanes.slowdown(i));
+  set_seed(lanes.seed()).set_idle_spin(lanes.idle_spin());
+}
+
+PoolOptions& PoolOptions::set_cpu(std::size_t worker, unsigned cpu) {
+  ata::detail::require_worker_index(worker, workers());
+  cpus_[worker] = cpu;
+  return *this;
+}
+
 std::optional<unsigned> PoolOptions::cpu(std::size_t worker) const {
-  detail::require_worker_index(worker, workers());
+  ata::detail::require_worker_index(worker, workers());
   return cpus_[worker];
 }
 

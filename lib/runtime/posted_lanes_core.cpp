@@ -25,8 +25,8 @@ class PostedLanesCore::PostedLane final : public Lane {
 };
 
 PostedLanesCore::PostedLanesCore(std::vector<PostedLanes::Launcher> launchers,
-                                 const PoolOptions& options, std::string what)
-    : LaneSet(options, std::move(what)) {
+                                 const LaneOptions& options, std::string what)
+    : LaneSet(PoolOptions(options), std::move(what)) {
   if (launchers.size() != options_.workers()) {
     throw InvalidArgument(this->what() + ": " + std::to_string(launchers.size()) +
                           " launchers for options of " + std::to_string(options_.workers()) +
@@ -35,11 +35,6 @@ PostedLanesCore::PostedLanesCore(std::vector<PostedLanes::Launcher> launchers,
   for (std::size_t i = 0; i < launchers.size(); ++i) {
     if (!launchers[i]) {
       throw InvalidArgument(this->what() + ": lane " + std::to_string(i) + " has no launcher");
-    }
-    if (const auto cpu = options_.cpu(i)) {
-      throw InvalidArgument(this->what() + ": lane " + std::to_string(i) + " is pinned to CPU " +
-                            std::to_string(*cpu) +
-                            ", but its threads belong to its executor: pin those instead");
     }
   }
   const auto post_failed = std::make_exception_ptr(

@@ -15,7 +15,7 @@ namespace ata::runtime::detail {
 
 class PostedLanesCore final : public LaneSet {
  public:
-  PostedLanesCore(std::vector<PostedLanes::Launcher> launchers, const PoolOptions& options,
+  PostedLanesCore(std::vector<PostedLanes::Launcher> launchers, const LaneOptions& options,
                   std::string what);
   // shutdown(); inside one of the lanes' tasks it waits for the other lanes only.
   ~PostedLanesCore() override;

@@ -379,7 +379,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_ENGINES_PREFIX
   for (const PlanCase& c : plan_cases()) {
     CAPTURE(c.name, c.batch);
     const Expected e = simulate(c);
-    auto lanes = kind.make(rt::PoolOptions(c.plan.workers()));
+    auto lanes = kind.make(rt::LaneOptions(c.plan.workers()));
     Gates gates(c.plan.workers());
     rt::BatchResult<Ran> result;
     const std::string problem = drive(*lanes, c, e, gates, result);

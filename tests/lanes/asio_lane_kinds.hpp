@@ -36,7 +36,7 @@ struct AsioContextPerLane {
   AsioContextPerLane(const AsioContextPerLane&) = delete;
   AsioContextPerLane& operator=(const AsioContextPerLane&) = delete;
 
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     std::vector<asio::any_io_executor> executors;
     for (std::size_t i = 0; i < options.workers(); ++i) {
       executors.emplace_back(contexts[i]->get_executor());
@@ -54,7 +54,7 @@ struct AsioSharedPool {
   static constexpr std::string_view name = "AsioLanes, one thread_pool";
   asio::thread_pool pool{kMaxLanes};
   ~AsioSharedPool() { pool.join(); }
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     return std::make_unique<ata::runtime::AsioLanes>(
         std::vector<asio::any_io_executor>(options.workers(), pool.get_executor()), options);
   }
@@ -65,7 +65,7 @@ struct AsioStrands {
   static constexpr std::string_view name = "AsioLanes, a strand per lane";
   asio::thread_pool pool{kMaxLanes};
   ~AsioStrands() { pool.join(); }
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     std::vector<asio::any_io_executor> executors;
     for (std::size_t i = 0; i < options.workers(); ++i) {
       executors.emplace_back(asio::make_strand(pool.get_executor()));

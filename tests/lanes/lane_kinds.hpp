@@ -1,7 +1,7 @@
 #pragma once
 // What the [lanes] tests run on: a kind of lanes is a type with a name, the executor its lanes
 // post to (owned by the kind, so that it outlives the lanes a test makes), and
-//   std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options);
+//   std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options);
 // for at most kMaxLanes lanes. lane_scenarios.hpp runs the same scenarios on every kind.
 
 #include <condition_variable>
@@ -108,8 +108,8 @@ class HeldWork {
 // WorkerPool: a thread of its own per lane.
 struct OwnThreads {
   static constexpr std::string_view name = "WorkerPool";
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
-    return std::make_unique<ata::runtime::WorkerPool>(options);
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
+    return std::make_unique<ata::runtime::WorkerPool>(ata::runtime::PoolOptions(options));
   }
 };
 
@@ -117,7 +117,7 @@ struct OwnThreads {
 // batch's caller runs. The options' seed and polling apply (they carry no slowdown here).
 struct OwnThreadsAndCaller {
   static constexpr std::string_view name = "CallerLanePool";
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     return std::make_unique<ata::runtime::CallerLanePool>(
         ata::runtime::PoolOptions(options.workers() - 1)
             .set_seed(options.seed())
@@ -129,7 +129,7 @@ struct OwnThreadsAndCaller {
 struct PostedOnThreadQueue {
   static constexpr std::string_view name = "PostedLanes on a ThreadQueue";
   ThreadQueue queue{kMaxLanes};
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     std::vector<ata::runtime::PostedLanes::Launcher> launchers;
     for (std::size_t i = 0; i < options.workers(); ++i) launchers.push_back(queue.launcher());
     return std::make_unique<ata::runtime::PostedLanes>(std::move(launchers), options);

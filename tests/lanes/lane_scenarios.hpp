@@ -100,7 +100,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "every mode gives one result per task i
   CAPTURE(TestType::name, name, late);
   constexpr std::size_t kLanes = 3;
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(kLanes));
+  auto lanes = kind.make(rt::LaneOptions(kLanes));
   REQUIRE(lanes->size() == kLanes);
   auto policy = ata::make_policy(name, kLanes);
   rt::BatchScheduler scheduler = late
@@ -147,7 +147,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task's exception fails its batch, th
   TestType kind;
   {
     // One lane: task 2 throws first, and stops the batch before task 4 would.
-    auto lanes = kind.make(rt::PoolOptions(1));
+    auto lanes = kind.make(rt::LaneOptions(1));
     auto policy = ata::make_policy(name, 1);
     rt::BatchScheduler scheduler(*lanes, *policy, without_backups());
     std::atomic<std::size_t> after_failure = 0;
@@ -163,7 +163,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task's exception fails its batch, th
     CHECK(after_failure.load() == 0);
   }
   // Several lanes: the batch fails with a task's exception, and the lanes run the next one.
-  auto lanes = kind.make(rt::PoolOptions(3));
+  auto lanes = kind.make(rt::LaneOptions(3));
   auto policy = ata::make_policy(name, 3);
   rt::BatchScheduler scheduler(*lanes, *policy, without_backups());
   for (int round = 0; round < 3; ++round) {
@@ -188,7 +188,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
                         "[lanes][errors]" ATA_LANES_TAG, LaneKinds) {
   CAPTURE(TestType::name);
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(2));
+  auto lanes = kind.make(rt::LaneOptions(2));
   ata::UniformPolicy policy(2);
   rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   std::binary_semaphore release(0);
@@ -240,7 +240,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
                         "[lanes][errors]" ATA_LANES_TAG, LaneKinds) {
   CAPTURE(TestType::name);
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(2));
+  auto lanes = kind.make(rt::LaneOptions(2));
   ata::UniformPolicy policy(2);
   rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   const auto [messages, report] = scheduler.run(2, [&](const rt::TaskContext& ctx) {
@@ -266,7 +266,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task may destroy its own lanes",
                         "[lanes][errors]" ATA_LANES_TAG, LaneKinds) {
   CAPTURE(TestType::name);
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(2));
+  auto lanes = kind.make(rt::LaneOptions(2));
   ata::UniformPolicy policy(2);
   rt::BatchScheduler scheduler(*lanes, policy, without_backups());
   Gate never;
@@ -287,7 +287,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX "a task may destroy its own lanes",
   CHECK(destroyed.load());
   CHECK(lanes == nullptr);
   // A new set on the same executor works, wherever its memory comes from.
-  auto again = kind.make(rt::PoolOptions(2));
+  auto again = kind.make(rt::LaneOptions(2));
   rt::BatchScheduler next(*again, policy, without_backups());
   CHECK(next.run(4, [](const rt::TaskContext& ctx) { return ctx.task(); }).values.size() == 4);
 }
@@ -305,7 +305,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
     return ata::models::TimeModel::mixture({0.5, 0.5}, {ata::models::TimeModel::constant(0.0),
                                                         ata::models::TimeModel::constant(slow)});
   };
-  rt::PoolOptions options(kLanes);
+  rt::LaneOptions options(kLanes);
   options.set_seed(2024);
   for (std::size_t i = 0; i < kLanes; ++i) {
     options.set_slowdown(i, rt::Slowdown::sleep(coin(100.0), 1ms).change_at(2, coin(200.0)));
@@ -358,7 +358,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   bool sorted = false;
   for (int run = 0; run < 3 && !sorted; ++run) {
     auto lanes = kind.make(options);
-    rt::WorkerPool pool(options);
+    rt::WorkerPool pool{rt::PoolOptions(options)};
     const auto on_kind = measure(*lanes);
     const auto on_pool = measure(pool);
     REQUIRE(on_kind.size() == expected.size());
@@ -384,7 +384,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
                         "[lanes][late]" ATA_LANES_TAG, LaneKinds) {
   CAPTURE(TestType::name);
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(2));
+  auto lanes = kind.make(rt::LaneOptions(2));
   auto policy = ata::make_policy("ata-auto", 2);
   rt::BatchScheduler scheduler(*lanes, *policy, rt::LateBindingOptions{});
   // Lane 1 is 30x slower. Unmeasured, both lanes take a task at once, and get measured.
@@ -425,7 +425,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
                         "[lanes][late][errors]" ATA_LANES_TAG, LaneKinds) {
   CAPTURE(TestType::name);
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(2));
+  auto lanes = kind.make(rt::LaneOptions(2));
   ata::UniformPolicy policy(2);
   rt::BatchScheduler scheduler(*lanes, policy, rt::LateBindingOptions{});
   Gate never;
@@ -478,7 +478,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_LANES_PREFIX
   constexpr std::size_t kLanes = 3;
   constexpr std::size_t kBatch = 7;
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(kLanes));
+  auto lanes = kind.make(rt::LaneOptions(kLanes));
   // Lane 0 runs tasks 0 and 1 as its quota, lanes 1 and 2 race for the rest; every copy is
   // restarted after 3 ms, and free lanes back up overdue ones.
   auto plan = ata::Plan(kLanes).set_quota(0, 2).set_racer(1).set_racer(2).set_backups(

@@ -1,6 +1,8 @@
 // [lanes] on WorkerPool and on PostedLanes over plain std::threads: everything here runs under
 // ThreadSanitizer (scripts/test). The scenarios shared by every kind are in lane_scenarios.hpp.
 #include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "lanes/lane_kinds.hpp"
 
@@ -144,14 +146,15 @@ TEST_CASE("posted lanes: bad launchers and options are refused", "[lanes][posted
       rt::PostedLanes(std::vector<rt::PostedLanes::Launcher>{queue.launcher(), nullptr}),
       ata::InvalidArgument, MessageMatches(ContainsSubstring("lane 1 has no launcher")));
   CHECK_THROWS_MATCHES(
-      rt::PostedLanes({queue.launcher(), queue.launcher(), queue.launcher()}, rt::PoolOptions(2)),
+      rt::PostedLanes({queue.launcher(), queue.launcher(), queue.launcher()}, rt::LaneOptions(2)),
       ata::InvalidArgument,
       MessageMatches(ContainsSubstring("3 launchers for options of 2 workers")));
-  rt::PoolOptions pinned(2);
-  pinned.set_cpu(1, 0);
-  CHECK_THROWS_MATCHES(rt::PostedLanes({queue.launcher(), queue.launcher()}, pinned),
-                       ata::InvalidArgument,
-                       MessageMatches(ContainsSubstring("lane 1 is pinned to CPU 0")));
+  // Pinning is not the lanes' to do (the executor owns the threads): PoolOptions, which pin,
+  // do not compile here; LaneOptions, which cannot, do.
+  static_assert(!std::is_constructible_v<rt::PostedLanes, std::vector<rt::PostedLanes::Launcher>,
+                                         const rt::PoolOptions&>);
+  static_assert(std::is_constructible_v<rt::PostedLanes, std::vector<rt::PostedLanes::Launcher>,
+                                        const rt::LaneOptions&>);
   // A policy for another number of workers.
   rt::PostedLanes lanes({queue.launcher(), queue.launcher()});
   ata::UniformPolicy three(3);

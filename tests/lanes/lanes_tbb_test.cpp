@@ -10,6 +10,8 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "ata/runtime/arena_lanes.hpp"
 #include "lanes/lane_kinds.hpp"
@@ -36,7 +38,7 @@ TEMPLATE_LIST_TEST_CASE("arena lanes: a task runs in its lane's arena, TBB insid
                         "[lanes][tbb]", LaneKinds) {
   CAPTURE(TestType::name);
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(3));
+  auto lanes = kind.make(rt::LaneOptions(3));
   auto policy = ata::make_policy("pull", 3);
   rt::BatchScheduler scheduler(*lanes, *policy, ata::testing::without_backups());
   const auto result = scheduler.run(12, [](const rt::TaskContext& ctx) {
@@ -55,8 +57,8 @@ namespace {
 // its own, every task waiting until all 5 run (for at most `patience`): whether all did.
 bool two_sets_all_run_at_once(std::chrono::seconds patience) {
   ArenasFromConstraints kind;
-  auto small = kind.make(rt::PoolOptions(2));
-  auto large = kind.make(rt::PoolOptions(3));
+  auto small = kind.make(rt::LaneOptions(2));
+  auto large = kind.make(rt::LaneOptions(3));
   CHECK(thread_limit() >= 1 + (2 + 1) + (2 + 1 + 2));
   std::atomic<int> inside = 0;
   const auto task = [&](const rt::TaskContext&) {
@@ -156,14 +158,17 @@ TEST_CASE("arena lanes: no parts, no arenas, a null arena and bad options are re
   CHECK_THROWS_MATCHES(rt::ArenaLanes(std::vector<tbb::task_arena*>{&arena, nullptr}),
                        ata::InvalidArgument, MessageMatches(ContainsSubstring("arena 1 is null")));
   CHECK_THROWS_MATCHES(
-      rt::ArenaLanes(std::vector<tbb::task_arena::constraints>(2), rt::PoolOptions(3)),
+      rt::ArenaLanes(std::vector<tbb::task_arena::constraints>(2), rt::LaneOptions(3)),
       ata::InvalidArgument,
       MessageMatches(ContainsSubstring("2 launchers for options of 3 workers")));
-  rt::PoolOptions pinned(1);
-  pinned.set_cpu(0, 0);
-  CHECK_THROWS_MATCHES(rt::ArenaLanes(std::vector<tbb::task_arena*>{&arena}, pinned),
-                       ata::InvalidArgument,
-                       MessageMatches(ContainsSubstring("lane 0 is pinned to CPU 0")));
+  // The arenas' threads are not the lanes' to pin (a task_scheduler_observer is): PoolOptions
+  // do not compile here.
+  static_assert(!std::is_constructible_v<rt::ArenaLanes, std::vector<tbb::task_arena*>,
+                                         const rt::PoolOptions&>);
+  static_assert(!std::is_constructible_v<rt::ArenaLanes, std::vector<tbb::task_arena::constraints>,
+                                         const rt::PoolOptions&>);
+  static_assert(std::is_constructible_v<rt::ArenaLanes, std::vector<tbb::task_arena*>,
+                                        const rt::LaneOptions&>);
 }
 
 }  // namespace ata::testing::lanes

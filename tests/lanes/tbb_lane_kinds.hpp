@@ -22,7 +22,7 @@ inline int concurrency_of(std::size_t lane) { return lane % 2 == 0 ? 2 : 1; }
 // Arenas the lanes make from constraints.
 struct ArenasFromConstraints {
   static constexpr std::string_view name = "ArenaLanes from constraints";
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     std::vector<tbb::task_arena::constraints> parts(options.workers());
     for (std::size_t i = 0; i < parts.size(); ++i) parts[i].set_max_concurrency(concurrency_of(i));
     return std::make_unique<ata::runtime::ArenaLanes>(parts, options);
@@ -37,7 +37,7 @@ struct UserArenas {
       arenas.push_back(std::make_unique<tbb::task_arena>(concurrency_of(i), 0));
     }
   }
-  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::PoolOptions& options) {
+  std::unique_ptr<ata::runtime::Lanes> make(const ata::runtime::LaneOptions& options) {
     std::vector<tbb::task_arena*> used;
     for (std::size_t i = 0; i < options.workers(); ++i) used.push_back(arenas[i].get());
     return std::make_unique<ata::runtime::ArenaLanes>(used, options);

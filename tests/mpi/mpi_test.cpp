@@ -40,8 +40,8 @@ std::optional<bool> g_shut_down_with_loss;
 
 ata::models::Scenario cluster() { return ata::models::make_preset("linear", kWorkers); }
 
-ata::runtime::PoolOptions cluster_options() {
-  auto options = ata::runtime::PoolOptions::from_scenario(cluster(), kUnit);
+ata::runtime::LaneOptions cluster_options() {
+  auto options = ata::runtime::LaneOptions::from_scenario(cluster(), kUnit);
   options.set_seed(kSeed);
   return options;
 }
@@ -219,7 +219,7 @@ TEST_CASE("the learned means are the ranks' measured task times", "[mpi]") {
 
 TEST_CASE("allocations equal the thread runtime's where they do not depend on timing", "[mpi]") {
   // OFTA and UTA allocate from known means only; ATA's first round precedes any observation.
-  ata::runtime::WorkerPool pool(cluster_options());
+  ata::runtime::WorkerPool pool{ata::runtime::PoolOptions(cluster_options())};
   for (const std::string name : {"ofta", "uta", "ata"}) {
     const auto on_ranks = policy(name);
     const auto on_threads = policy(name);

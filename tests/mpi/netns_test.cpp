@@ -34,8 +34,8 @@ std::optional<bool> g_shut_down_with_loss;
 
 ata::models::Scenario cluster_scenario() { return ata::models::make_preset("linear", kWorkers); }
 
-ata::runtime::PoolOptions cluster_options() {
-  auto options = ata::runtime::PoolOptions::from_scenario(cluster_scenario(), kUnit);
+ata::runtime::LaneOptions cluster_options() {
+  auto options = ata::runtime::LaneOptions::from_scenario(cluster_scenario(), kUnit);
   options.set_seed(11);
   return options;
 }

@@ -153,7 +153,7 @@ void serve_plans() {
     // "stopped" after a fungible race) reaches the next.
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Comm_dup(g_plan_comm[n], &comm);
-    (void)ata::mpi::serve_tasks(comm, tasks, ata::runtime::PoolOptions(n));
+    (void)ata::mpi::serve_tasks(comm, tasks, ata::runtime::LaneOptions(n));
     MPI_Comm_free(&comm);
     send_u64s({0}, 0, kDone);
   }
@@ -451,7 +451,7 @@ TEST_CASE("engines over MPI: a plan has the same outcome in the simulator and on
           "[engines][plan][mpi]") {
   for (const PlanCase& c : plan_cases()) {
     // Quotas with a fungible race: the rank back-end refuses them by name (mpi_test.cpp).
-    if (c.plan.dispatch() == Dispatch::mixed && fungible(c.plan)) continue;
+    if (c.plan.dispatch() == ata::Dispatch::mixed && fungible(c.plan)) continue;
     CAPTURE(c.name, c.batch);
     const Expected e = simulate(c);
     RankGates gates(c.plan.workers());

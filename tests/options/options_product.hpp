@@ -274,7 +274,7 @@ TEMPLATE_LIST_TEST_CASE(ATA_OPTIONS_PREFIX
   // One set of lanes for the whole product, as a program would keep one: schedulers come and
   // go on it.
   TestType kind;
-  auto lanes = kind.make(rt::PoolOptions(kLanes));
+  auto lanes = kind.make(rt::LaneOptions(kLanes));
   std::size_t ran = 0;
   std::size_t absent = 0;
   for (const bool late : {false, true}) {

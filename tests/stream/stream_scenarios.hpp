@@ -114,7 +114,7 @@ class Ledger {
 template <class Kind>
 struct StreamRig {
   explicit StreamRig(std::size_t lanes_wanted)
-      : lanes(kind.make(rt::PoolOptions(lanes_wanted))), stream(*lanes) {}
+      : lanes(kind.make(rt::LaneOptions(lanes_wanted))), stream(*lanes) {}
   Kind kind;
   std::unique_ptr<rt::Lanes> lanes;
   rt::TaskStream stream;

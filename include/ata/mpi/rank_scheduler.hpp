@@ -71,7 +71,7 @@ struct RankBatch {
 /// The root's side of the rank back-end: one policy over the worker ranks of `comm`.
 ///
 /// @code
-/// // every rank: MPI_Init, the same TaskRegistry and the same PoolOptions (slowdowns, seed)
+/// // every rank: MPI_Init, the same TaskRegistry and the same LaneOptions (slowdowns, seed)
 /// if (rank == 0) {
 ///   ata::AtaPolicy policy(size - 1, alpha);
 ///   ata::mpi::RankScheduler root(MPI_COMM_WORLD, policy);
@@ -176,7 +176,7 @@ class RankScheduler {
 /// (pass it to finish()). options.workers() must be size - 1 (ata::InvalidArgument).
 /// A task that throws is reported to the root, which throws ata::Error naming it.
 [[nodiscard]] bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks,
-                               const runtime::PoolOptions& options);
+                               const runtime::LaneOptions& options);
 
 /// Ends the process's MPI: MPI_Finalize, unless `rank_lost` (Open MPI 4.1's MPI_Finalize
 /// waits for every rank, a dead one too): then stdout and stderr are flushed and the process

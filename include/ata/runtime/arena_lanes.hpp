@@ -235,17 +235,17 @@ class ArenaLanes final : private detail::ArenaLanesResources, public PostedLanes
   /// One lane per arena made from `parts`, without slowdown. Throws ata::InvalidArgument for
   /// no parts.
   explicit ArenaLanes(const std::vector<oneapi::tbb::task_arena::constraints>& parts)
-      : ArenaLanes(parts, PoolOptions(parts.empty() ? 1 : parts.size())) {}
+      : ArenaLanes(parts, LaneOptions(parts.empty() ? 1 : parts.size())) {}
   /// One lane per arena made from `parts`, with the slowdowns and seed of `options` (worker
-  /// count equal to the number of parts, no CPU pinning).
+  /// count equal to the number of parts).
   ArenaLanes(const std::vector<oneapi::tbb::task_arena::constraints>& parts,
-             const PoolOptions& options)
+             const LaneOptions& options)
       : ArenaLanes(made(parts), options) {}
   /// One lane per arena you supply (they must outlive the lanes), without slowdown.
   explicit ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas)
-      : ArenaLanes(arenas, PoolOptions(arenas.empty() ? 1 : arenas.size())) {}
+      : ArenaLanes(arenas, LaneOptions(arenas.empty() ? 1 : arenas.size())) {}
   /// One lane per arena you supply, with the slowdowns and seed of `options`.
-  ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas, const PoolOptions& options)
+  ArenaLanes(const std::vector<oneapi::tbb::task_arena*>& arenas, const LaneOptions& options)
       : ArenaLanes(detail::ArenaLanesResources{}, borrowed(arenas), options) {}
   /// Shuts down, and waits until the lanes' threads ran the lanes' runs still posted to them
   /// (they only find the lanes stopped), so that the arenas may go next. Inside one of the
@@ -258,11 +258,11 @@ class ArenaLanes final : private detail::ArenaLanesResources, public PostedLanes
   using Arena = oneapi::tbb::task_arena;
   using SharedArenas = std::vector<std::shared_ptr<Arena>>;
 
-  ArenaLanes(detail::ArenaLanesResources&& resources, const PoolOptions& options)
+  ArenaLanes(detail::ArenaLanesResources&& resources, const LaneOptions& options)
       : ArenaLanes(std::move(resources), resources.owned, options) {}
   // `arenas` by value: it may be a copy of the `owned` that the first member takes.
   ArenaLanes(detail::ArenaLanesResources&& resources, SharedArenas arenas,
-             const PoolOptions& options)
+             const LaneOptions& options)
       : detail::ArenaLanesResources{std::move(resources.owned), threads_for(arenas),
                                     entries_for(arenas, options.idle_spin())},
         PostedLanes(launchers(entries), options, "oneTBB arena lane set") {}

@@ -42,10 +42,10 @@ class AsioLanes final : public PostedLanes {
   /// One lane per executor, without slowdown. Throws ata::InvalidArgument for no executors or
   /// an empty one.
   explicit AsioLanes(const std::vector<boost::asio::any_io_executor>& executors)
-      : AsioLanes(executors, PoolOptions(executors.empty() ? 1 : executors.size())) {}
+      : AsioLanes(executors, LaneOptions(executors.empty() ? 1 : executors.size())) {}
   /// One lane per executor, with the slowdowns and seed of `options` (worker count equal to
-  /// the number of executors, no CPU pinning). Throws ata::InvalidArgument otherwise.
-  AsioLanes(const std::vector<boost::asio::any_io_executor>& executors, const PoolOptions& options)
+  /// the number of executors). Throws ata::InvalidArgument otherwise.
+  AsioLanes(const std::vector<boost::asio::any_io_executor>& executors, const LaneOptions& options)
       : PostedLanes(launchers(executors), options, "Asio lane set") {}
 
  private:

@@ -57,16 +57,17 @@ class PostedLanes : public Lanes {
   /// an empty one.
   explicit PostedLanes(std::vector<Launcher> launchers);
   /// One lane per launcher, with the slowdowns, seed and polling of `options` (whose worker
-  /// count must equal the number of launchers, and which must not pin lanes to CPUs: the
-  /// threads are not the lanes' to pin). Throws ata::InvalidArgument otherwise.
-  PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options);
+  /// count must equal the number of launchers). Throws ata::InvalidArgument otherwise. No
+  /// CPU pinning: the threads are not the lanes' to pin (pin the executor's), so PoolOptions
+  /// do not compile here.
+  PostedLanes(std::vector<Launcher> launchers, const LaneOptions& options);
   ~PostedLanes() override;
   PostedLanes(const PostedLanes&) = delete;
   PostedLanes& operator=(const PostedLanes&) = delete;
 
  protected:
   /// As above; `what` names the kind in errors ("executor lanes", "arena lanes").
-  PostedLanes(std::vector<Launcher> launchers, const PoolOptions& options, const char* what);
+  PostedLanes(std::vector<Launcher> launchers, const LaneOptions& options, const char* what);
   /// Shuts down as the destructor does (inside a task too), then waits until every `work`
   /// posted has run or been destroyed, except the calling task's own: for a kind whose
   /// executors always run their work (oneTBB arenas), which may then be destroyed with
