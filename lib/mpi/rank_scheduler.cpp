@@ -220,14 +220,20 @@ struct RankScheduler::State {
     return out;
   }
 
-  // `restart_after`: a greedy racer's budget in seconds (+infinity: none).
-  Bytes work_message(bool greedy, const std::string& task, const std::vector<std::size_t>& numbers,
+  // A share (`streamed` false: the tasks `numbers`, answered together), or the samples of a
+  // fungible race, each answered as it ends: the quota's `numbers`, then, if `races`, the race's
+  // numbers from `race_first` on, a stride of the worker count apart. `restart_after`: each
+  // sample's budget in seconds (+infinity: none).
+  Bytes work_message(bool streamed, const std::string& task, std::vector<std::size_t> numbers,
                      const Bytes& input,
-                     double restart_after = std::numeric_limits<double>::infinity()) const {
+                     double restart_after = std::numeric_limits<double>::infinity(),
+                     std::optional<std::size_t> race_first = std::nullopt) const {
     wire::Writer w;
     w.u64(round);
-    w.u64(greedy ? 1 : 0);
-    w.u64(workers);
+    w.u64(streamed ? 1 : 0);
+    // Stride 0: no race after the quota; else the last number is the race's first.
+    w.u64(race_first ? workers : 0);
+    if (race_first) numbers.push_back(*race_first);
     // Saturated: a budget too long for 64 bits of nanoseconds is none.
     const double ns = restart_after * 1e9;
     w.u64(ns < 1.8e19 ? static_cast<std::uint64_t>(ns) : wire::kNoBudget);
@@ -443,13 +449,14 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     s.round = s.policy->round();
   }
   plan.check(batch, n, s.policy->name());
-  const bool greedy = plan.dispatch() == Dispatch::greedy;
+  // A fungible race (with quotas or without): every sample is answered as it ends, and any B
+  // results will do. Quota ranks run their quota's samples, racers race after theirs.
+  const bool fungible = !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
   const bool indexed = !plan.racers().empty() && plan.race_kind() == RaceKind::indexed;
   std::string refused;
-  if (plan.dispatch() == Dispatch::mixed && !indexed) refused = "quotas and a fungible race";
   if (plan.backups()) refused = "backups of its own";
   if (plan.retries()) refused = "retries";
-  if (plan.has_restarts() && !greedy) refused = "restart budgets outside a fungible race";
+  if (plan.has_restarts() && !fungible) refused = "restart budgets outside a fungible race";
   if (!refused.empty()) {
     throw Error("policy '" + std::string(s.policy->name()) + "' planned " + refused +
                 ", which the rank back-end does not run");
@@ -476,7 +483,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::vector<nanoseconds> accepted_start(batch, runtime::TaskRecord::kUnmeasured);
   std::size_t finished = 0;
   std::vector<Share> shares;            // allocated mode: outstanding shares
-  std::vector<bool> started(n, false);  // greedy mode: ranks computing this round
+  std::vector<bool> started(n, false);  // fungible: ranks computing this round
+  std::vector<std::size_t> answered_samples(n, 0);  // fungible: results received per rank
   std::vector<Clock::time_point> started_at(n, start);
   // An indexed race's pool is [sum of quotas, B); next_claim is its lowest unstarted index. A
   // racer claims one index at a time, here on the root, so each index is started exactly once
@@ -494,7 +502,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   // root may sleep kRaceWake of the time all but the last take (unknown while a racer has no
   // mean yet).
   const auto race_wait = [&](std::size_t missing) -> std::optional<Clock::duration> {
-    if (!greedy || missing < 3) return std::nullopt;
+    if (!fungible || missing < 3) return std::nullopt;
     double rate = 0.0;
     for (std::size_t w = 0; w < n; ++w) {
       if (!started[w] || s.lost[w]) continue;
@@ -510,21 +518,32 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
                        [&](std::size_t w) { return s.usable(w); });
   };
 
-  if (greedy) {
-    // A greedy rank answers at least once per round (a result or its stop), so silence since
-    // the last message, across rounds, is what makes it overdue; but only while it races: from
-    // its start if it did not race in the batch before (it had no share, as when ata-auto
-    // switches plans), and not while the caller was between batches.
+  // A fungible race numbers the quotas' samples 0, 1, ... in worker order, as the simulator
+  // does, and worker w's k-th race sample (sum of quotas) + w + k * n.
+  const std::size_t race_numbers_from = plan.quotas().total();
+  if (fungible) {
+    // A streaming rank answers at least once per round (a result or its stop), so silence
+    // since the last message, across rounds, is what makes it overdue; but only while it
+    // computes: from its start if it did not compute in the batch before (it had no share, as
+    // when ata-auto switches plans), and not while the caller was between batches. A lost
+    // rank's quota is not moved: the race's results replace its samples.
     report.round = s.round;
-    for (const std::size_t w : plan.racers()) {
-      if (s.lost[w]) continue;
+    std::size_t next = 0;
+    for (std::size_t w = 0; w < n; ++w) {
+      std::vector<std::size_t> quota(plan.quotas()[w]);
+      for (std::size_t& number : quota) number = next++;
+      if ((quota.empty() && !plan.is_racer(w)) || s.lost[w]) continue;
       if (!s.raced[w] || !s.ended) {
         s.heard[w] = start;
       } else {
         s.heard[w] = std::min(start, s.heard[w] + (start - *s.ended));
       }
       started[w] = true;
-      s.send(w, wire::kWork, s.work_message(true, task, {w}, input, plan.restart_after(w)));
+      const auto race_first =
+          plan.is_racer(w) ? std::optional(race_numbers_from + w) : std::nullopt;
+      s.send(w, wire::kWork,
+             s.work_message(true, task, std::move(quota), input, plan.restart_after(w),
+                            race_first));
     }
     // A ping would end a racer's round: only the lost ranks get one.
     s.send_pings(input, started);
@@ -567,9 +586,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
 
   auto last_progress = Clock::now();
-  std::vector<std::pair<std::size_t, double>> restarted;  // greedy: samples past their budget
+  std::vector<std::pair<std::size_t, double>> restarted;  // fungible: samples past their budget
   std::vector<std::size_t> unassigned;  // allocated mode, every rank lost: tasks waiting
-  if (!greedy && shares.empty()) {
+  if (!fungible && shares.empty()) {
     for (std::size_t t = 0; t < batch; ++t) unassigned.push_back(t);
   }
   while (finished < batch) {
@@ -581,10 +600,12 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       const std::uint64_t round = in.u64();
       if (s.lost[w]) {
         s.mark(w, RankEvent::Kind::back, out.events);
-        if (greedy && !started[w] && plan.is_racer(w)) {  // it joins the round
+        if (fungible && !started[w] && plan.is_racer(w)) {  // it joins the race
           started[w] = true;
           started_at[w] = Clock::now();
-          s.send(w, wire::kWork, s.work_message(true, task, {w}, input, plan.restart_after(w)));
+          s.send(w, wire::kWork,
+                 s.work_message(true, task, {}, input, plan.restart_after(w),
+                                race_numbers_from + w));
         }
         if (indexed) claim_if_free(w);
       }
@@ -593,7 +614,11 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         s.ping_sent[w].reset();
         continue;
       }
-      if (status->MPI_TAG == wire::kStopped) continue;
+      if (status->MPI_TAG == wire::kStopped) {
+        // A quota rank that does not race ran its quota: it computes nothing more this round.
+        if (fungible && round == s.round && !plan.is_racer(w)) started[w] = false;
+        continue;
+      }
       if (round != s.round) {
         ++out.late_answers;
         // Late, but a round trip of the rank's link all the same (of its last share only: no
@@ -630,10 +655,15 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         report.busy[w] += took;
         computed += took;
         answered.push_back(number);
-        std::size_t slot = greedy ? finished : static_cast<std::size_t>(number);
-        const bool accept = greedy ? finished < batch : (slot < batch && !done[slot]);
+        std::size_t slot = fungible ? finished : static_cast<std::size_t>(number);
+        const bool accept = fungible ? finished < batch : (slot < batch && !done[slot]);
+        // A quota rank that does not race is done at its quota's last result (its "stopped"
+        // may come after the B-th result: it must not count as busy until then).
+        if (fungible && !plan.is_racer(w) && ++answered_samples[w] == plan.quotas()[w]) {
+          started[w] = false;
+        }
         if (!accept) {
-          report.tasks.push_back({greedy ? batch + report.tasks.size() : slot, w, took, false});
+          report.tasks.push_back({fungible ? batch + report.tasks.size() : slot, w, took, false});
           placed.emplace_back(nullptr, took);
           continue;
         }
@@ -681,7 +711,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       }
       it = shares.erase(it);
     }
-    if (greedy) {
+    if (fungible) {
       for (std::size_t w = 0; w < n; ++w) {
         if (!started[w] || s.lost[w]) continue;
         const auto mean = s.expected_task_seconds(w);
@@ -742,11 +772,11 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished)));
   }
   s.raced = started;
-  // Greedy: each rank's task cut short by the stop, a censored observation (as the simulator
+  // Fungible: each rank's task cut short by the stop, a censored observation (as the simulator
   // and the threads have it): it ran at least the rank's span past the tasks it answered.
   std::vector<std::pair<std::size_t, double>> cut;
-  if (greedy) {
-    // A greedy rank computes from its start until the stop: its running task's time is spent
+  if (fungible) {
+    // A streaming rank computes from its start until the stop: its running task's time is spent
     // although its result never comes, so that whole span counts as busy.
     const auto stopped = Clock::now();
     for (std::size_t w = 0; w < n; ++w) {

@@ -62,13 +62,24 @@ Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length
 
 struct Work {
   std::uint64_t round = 0;
-  bool greedy = false;
-  std::uint64_t stride = 0;  // greedy: task numbers advance by the worker count
+  bool greedy = false;  // a fungible race's samples, each answered as it ends
+  // Greedy: 0, the samples are `numbers` (a quota's); else the last of `numbers` is the race's
+  // first, and the race's numbers advance by `stride` (the worker count).
+  std::uint64_t stride = 0;
   // Greedy: a sample that has run this long is stopped and a fresh one started.
   std::optional<std::chrono::nanoseconds> restart_after;
   std::string task;
-  std::vector<std::uint64_t> numbers;  // allocated: the share; greedy: the first number
+  std::vector<std::uint64_t> numbers;  // allocated: the share
   std::span<const std::byte> input;
+
+  // Greedy: the number of sample k (counting only samples that were not restarted), or none
+  // when the quota is run and the rank does not race.
+  [[nodiscard]] std::optional<std::uint64_t> sample_number(std::size_t k) const {
+    const std::size_t quota = stride > 0 ? numbers.size() - 1 : numbers.size();
+    if (k < quota) return numbers[k];
+    if (stride == 0) return std::nullopt;
+    return numbers.back() + (k - quota) * stride;
+  }
 };
 
 // The sample's budget after `restarted_in_row` restarts in a row (ata::backed_off_budget).
@@ -136,14 +147,19 @@ class Worker {
         send(out, wire::kResults);
         return;
       }
-      // Greedy: one message per result (or restarted sample) until the root sends anything.
+      // Greedy: one message per result (or restarted sample) until the root sends anything or
+      // the samples run out. A restarted sample's fresh one keeps its number, as in the
+      // simulator.
       std::size_t restarted_in_row = 0;
-      for (std::uint64_t number = w.numbers.at(0); !message_waiting(comm_); number += w.stride) {
+      std::size_t k = 0;
+      for (auto number = w.sample_number(k); number && !message_waiting(comm_);
+           number = w.sample_number(k)) {
         wire::Writer one;
         one.u64(w.round);
-        const Ran ran = run_one(w, f, number, one, budget_of(w, restarted_in_row));
+        const Ran ran = run_one(w, f, *number, one, budget_of(w, restarted_in_row));
         restarted_in_row = ran == Ran::restarted ? restarted_in_row + 1 : 0;
         if (ran == Ran::dropped) break;
+        if (ran == Ran::sent) ++k;
         send(one, ran == Ran::sent ? wire::kResults : wire::kRestarted);
       }
       // Tells the root this rank is alive although its last task was dropped: a slow rank
@@ -221,6 +237,9 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOp
     if (n > buffer.size() / sizeof(std::uint64_t)) throw Error("ata::mpi: a malformed share");
     w.numbers.reserve(n);
     for (std::uint64_t i = 0; i < n; ++i) w.numbers.push_back(in.u64());
+    if (w.greedy && w.stride > 0 && w.numbers.empty()) {
+      throw Error("ata::mpi: a race without its first number");
+    }
     w.input = in.bytes();
     worker.serve(w);
   }

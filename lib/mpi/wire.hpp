@@ -1,8 +1,9 @@
 #pragma once
 // The messages between the root and the worker ranks, as flat byte buffers.
 //
-// root -> worker: kWork (round, greedy?, stride, task name, task numbers, input), kStop (round:
-// a greedy round has its B results), kShutdown (whether a rank was lost), kPing (a number).
+// root -> worker: kWork (round, greedy?, stride, budget, task name, task numbers, input; greedy:
+// the quota's numbers, then with a stride the race's first), kStop (round: a greedy round has
+// its B results), kShutdown (whether a rank was lost), kPing (a number).
 // worker -> root: kResults (round, then per task: number, nanoseconds, result bytes),
 // kFailure (round, message), kStopped (round: a greedy round ended here; the rank is alive),
 // kPong (the ping's number, echoed as soon as the rank is not running a share).

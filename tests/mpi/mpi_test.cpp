@@ -187,6 +187,37 @@ TEST_CASE("a fungible race's restart budgets run on the ranks: samples past them
   CHECK(censored >= restarts);  // and the tasks the stops cut short
 }
 
+TEST_CASE("quotas with a fungible race run on the ranks: a quota at most its samples",
+          "[mpi]") {
+  // The slowest rank (2) holds a quota of 2 samples, each restarted past 0.75 of its mean; the
+  // two faster ranks race. Every result counts, whoever gave it: the quota's samples are
+  // numbered 0 and 1, the race's from 2 on.
+  const auto truth = true_means();
+  ata::Plan plan = ata::Plan(kWorkers).set_quota(2, 2).set_racer(0).set_racer(1).set_race_kind(
+      ata::RaceKind::fungible);
+  plan.set_restart_after(2, 0.75 * truth[2]);
+  ata::FixedPlanPolicy mixed("quota and race", plan);
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, mixed, patient());
+  std::size_t from_quota = 0;
+  for (std::size_t round = 1; round <= 10; ++round) {
+    const auto batch = run_race_round(root);
+    CHECK(batch.report.dispatch == ata::Dispatch::mixed);
+    CHECK(batch.report.allocation[2] <= 2);
+    from_quota += batch.report.allocation[2];
+    for (const auto& r : batch.results) {
+      const auto number = static_cast<std::size_t>(value(r));
+      // Rank 2 runs 0 and 1 only; the racers' numbers are 2 + w + 3 k.
+      if (number >= 2) CHECK((number - 2) % kWorkers != 2);
+    }
+    for (const auto& t : batch.report.tasks) {
+      if (t.accepted && t.worker == 2) {
+        CHECK(std::chrono::duration<double>(t.duration).count() < 0.75 * truth[2]);
+      }
+    }
+  }
+  INFO("results from the quota in 10 rounds: " << from_quota);
+}
+
 TEST_CASE("the learned means are the ranks' measured task times", "[mpi]") {
   // UTA gives every rank the same share, so each gets the same number of observations.
   const auto uta = policy("uta");
@@ -274,8 +305,6 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
     }
   };
   const auto one_quota = [] { return ata::Plan::quotas(ata::Allocation({1, 0, 0})); };
-  refused(one_quota().set_racer(1).set_racer(2).set_race_kind(ata::RaceKind::fungible),
-          "quotas and a fungible race");
   refused(one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
           "backups of its own");
   refused(one_quota().set_racer(1).set_retries(1), "retries");

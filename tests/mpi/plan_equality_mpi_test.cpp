@@ -25,9 +25,9 @@
 // first claims of a race, in worker order, before any rank runs.
 //
 // Differences of numbering and bookkeeping, not of behaviour:
-// - in a fungible race the rank back-end numbers worker w's k-th sample w + k * n
-//   (TaskInput::task), the simulator its samples in start order; the test maps one to the
-//   other per worker. The root keeps a fungible race's results in arrival order, the
+// - in a fungible race the rank back-end numbers worker w's k-th race sample (sum of quotas)
+//   + w + k * n (TaskInput::task), the simulator its race samples in start order; the test
+//   maps one to the other per worker (quota samples have the simulator's numbers on both). The root keeps a fungible race's results in arrival order, the
 //   simulator in finish order: the same order here, as the gates serialise the arrivals;
 // - a fungible race's stopped copies drop their results on their rank and are absent from
 //   report.tasks (on threads they are discarded records); the gates' log shows their stop;
@@ -234,9 +234,12 @@ class RankGates {
 };
 
 // The number the rank back-end gives worker w's k-th copy: its index under quotas and in an
-// indexed race, w + k * n in a fungible race.
+// indexed race; in a fungible race its quota's samples are numbered as in the simulator, and
+// its k-th race sample (sum of quotas) + w + k * n.
 std::size_t rank_number(const PlanCase& c, const Expected& e, std::size_t w, std::size_t k) {
-  return fungible(c.plan) ? w + k * c.plan.workers() : e.starts[w][k];
+  const std::size_t quota = c.plan.quotas()[w];
+  if (!fungible(c.plan) || k < quota) return e.starts[w][k];
+  return c.plan.quotas().total() + w + (k - quota) * c.plan.workers();
 }
 
 // The simulator's copy (w, t) under the rank back-end's number.
@@ -279,7 +282,8 @@ std::string drive(const PlanCase& c, const Expected& e, RankGates& gates) {
       return "copy " + to_string(key) + " never returned once released (result " +
              std::to_string(m) + " in the simulator's order); " + gates.describe();
     }
-    if (c.plan.is_racer(w) && !gates.await_received(w, ++released[w])) {
+    // A fungible race's quota samples are answered one by one too.
+    if ((c.plan.is_racer(w) || fungible(c.plan)) && !gates.await_received(w, ++released[w])) {
       return "the root never received the result of " + to_string(key) + "; " + gates.describe();
     }
     if (fungible(c.plan) && m + 1 == c.batch) break;  // the B-th result: the rest is stopped
@@ -450,8 +454,6 @@ extern "C" int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Me
 TEST_CASE("engines over MPI: a plan has the same outcome in the simulator and on ranks",
           "[engines][plan][mpi]") {
   for (const PlanCase& c : plan_cases()) {
-    // Quotas with a fungible race: the rank back-end refuses them by name (mpi_test.cpp).
-    if (c.plan.dispatch() == ata::Dispatch::mixed && fungible(c.plan)) continue;
     CAPTURE(c.name, c.batch);
     const Expected e = simulate(c);
     RankGates gates(c.plan.workers());

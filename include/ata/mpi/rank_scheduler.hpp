@@ -89,14 +89,15 @@ struct RankBatch {
 /// or Dispatch::mixed beside quotas): the root hands the race's pool [sum of quotas, B) out
 /// one index at a time, the lowest unstarted one to each racer at the start (in worker order)
 /// and again each time a racer answers, so every index runs once; a claim is a share of one
-/// task, with its deadline. A fungible race (Dispatch::greedy: GTA, or a race of a subset):
+/// task, with its deadline. A fungible race (Dispatch::greedy: GTA, or a race of a subset; or
+/// Dispatch::mixed, quotas beside it, each then at most its quota's samples, sent one by one):
 /// every live racer computes tasks until B results are in, sending each as it finishes; then
 /// the root sends a stop, a rank drops its running task (TaskInput::stop_requested() turns
 /// true), and any result still on its way is discarded by round number (TaskRecord::accepted =
 /// false when it arrives before the batch ends, counted in late_answers after). A greedy rank
 /// is busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
-/// stopped task ends. Refused (run() throws ata::Error): quotas mixed with a fungible race, and
-/// a plan with backups, retries or restart budgets of its own.
+/// stopped task ends. Refused (run() throws ata::Error): a plan with backups or retries of its
+/// own, and restart budgets outside a fungible race.
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
