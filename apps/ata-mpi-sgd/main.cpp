@@ -76,8 +76,6 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   PolicyOptions policy_options = config.policy;
   policy_options.means = ml::true_means_seconds(config);
   policy_options.seed = config.seed;
-  // The ranks run restart budgets in a fungible race only.
-  policy_options.race_restarts = policy_options.race == RaceKind::fungible;
   const auto policy = make_policy(strategy, worker_ranks(), policy_options);
   mpi::RankOptions rank_options;
   rank_options.lost_workers = g_lost_workers;

@@ -456,7 +456,6 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::string refused;
   if (plan.backups()) refused = "backups of its own";
   if (plan.retries()) refused = "retries";
-  if (plan.has_restarts() && !fungible) refused = "restart budgets outside a fungible race";
   if (!refused.empty()) {
     throw Error("policy '" + std::string(s.policy->name()) + "' planned " + refused +
                 ", which the rank back-end does not run");
@@ -494,7 +493,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     const bool busy =
         std::any_of(shares.begin(), shares.end(), [&](const Share& sh) { return sh.worker == w; });
     if (next_claim >= batch || !s.usable(w) || !plan.is_racer(w) || busy) return;
-    s.send(w, wire::kWork, s.work_message(false, task, {next_claim}, input));
+    s.send(w, wire::kWork,
+           s.work_message(false, task, {next_claim}, input, plan.restart_after(w)));
     shares.push_back(s.share(w, {next_claim}, false));
     ++next_claim;
   };
@@ -575,7 +575,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     }
     for (std::size_t w = 0; w < n; ++w) {
       if (per[w].empty()) continue;
-      s.send(w, wire::kWork, s.work_message(false, task, per[w], input));
+      s.send(w, wire::kWork, s.work_message(false, task, per[w], input, plan.restart_after(w)));
       shares.push_back(s.share(w, per[w], false));
     }
     // The racers' first claims, in worker order, as the simulator starts them at t = 0.
@@ -586,7 +586,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
 
   auto last_progress = Clock::now();
-  std::vector<std::pair<std::size_t, double>> restarted;  // fungible: samples past their budget
+  std::vector<std::pair<std::size_t, double>> restarted;  // tasks stopped at their budget
+  std::vector<nanoseconds> restarted_since_answer(n, nanoseconds{0});  // per rank
   std::vector<std::size_t> unassigned;  // allocated mode, every rank lost: tasks waiting
   if (!fungible && shares.empty()) {
     for (std::size_t t = 0; t < batch; ++t) unassigned.push_back(t);
@@ -630,13 +631,23 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         continue;
       }
       if (status->MPI_TAG == wire::kRestarted) {
-        // A sample stopped at its racer's budget: its time is spent and censored, and the rank
-        // has started a fresh one.
+        // A task stopped at its rank's budget: its time is spent and censored, and the rank
+        // has started it afresh. A share's answer is that much later than expected, and that
+        // time is no part of its link's round trip.
+        const std::uint64_t number = in.u64();
         const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
         report.busy[w] += took;
-        report.tasks.push_back({batch + report.tasks.size(), w, took, false});
+        report.tasks.push_back(
+            {fungible ? batch + report.tasks.size() : static_cast<std::size_t>(number), w, took,
+             false});
         restarted.emplace_back(w, seconds(took));
         ++report.restarts;
+        restarted_since_answer[w] += took;
+        for (Share& sh : shares) {
+          if (sh.worker != w) continue;
+          sh.deadline += took;
+          if (sh.expected) *sh.expected += took;
+        }
         continue;
       }
       if (status->MPI_TAG == wire::kFailure) {
@@ -689,10 +700,12 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           return std::find(answered.begin(), answered.end(), t) != answered.end();
         });
         if (covered && !sh.queued) {
-          s.learn_round_trip(w, seconds(last_progress - sh.sent) - seconds(computed));
+          s.learn_round_trip(w, seconds(last_progress - sh.sent) -
+                                    seconds(computed + restarted_since_answer[w]));
         }
         return covered;
       });
+      restarted_since_answer[w] = nanoseconds{0};
       if (indexed) claim_if_free(w);
       continue;
     }
@@ -742,7 +755,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           out.backup_tasks += spread[w].size();
           const bool queued = std::any_of(shares.begin(), shares.end(),
                                           [&](const Share& sh) { return sh.worker == w; });
-          s.send(w, wire::kWork, s.work_message(false, task, spread[w], input));
+          s.send(w, wire::kWork,
+                 s.work_message(false, task, spread[w], input, plan.restart_after(w)));
           // Its deadline counts the tasks it still has before these.
           auto sh = s.share(w, spread[w], queued);
           if (queued) {
@@ -792,8 +806,11 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   for (std::size_t t = 0; t < batch; ++t) {
     report.tasks.push_back({t, accepted_on[t], accepted_time[t], true, accepted_start[t]});
   }
-  std::sort(report.tasks.begin(), report.tasks.end(),
-            [](const auto& x, const auto& y) { return x.task < y.task; });
+  // The B accepted results by slot, then the discarded copies (a share's restarted attempts
+  // by task, a fungible race's after B).
+  std::sort(report.tasks.begin(), report.tasks.end(), [](const auto& x, const auto& y) {
+    return x.accepted != y.accepted ? x.accepted : x.task < y.task;
+  });
   {
     std::lock_guard lock(s.policy->mutex());
     try {

@@ -38,14 +38,14 @@ bool message_waiting(MPI_Comm comm) {
 
 enum class Delayed { done, stopped, past_budget };
 
-// The slowdown's delay; in greedy mode it ends early when the root has sent anything (the
-// round's stop or the next round: the task is dropped) or at the sample's restart budget.
+// The slowdown's delay; it ends early at the task's restart budget, and in greedy mode when
+// the root has sent anything (the round's stop or the next round: the task is dropped).
 Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length, MPI_Comm comm,
               bool interruptible, Clock::time_point budget_end) {
   if (length <= std::chrono::nanoseconds{0}) return Delayed::done;
   const auto end = Clock::now() + length;
   const bool burn = slowdown.kind() == runtime::Slowdown::Kind::burn;
-  if (!interruptible && !burn) {
+  if (!interruptible && !burn && budget_end >= end) {
     std::this_thread::sleep_for(length);
     return Delayed::done;
   }
@@ -66,7 +66,7 @@ struct Work {
   // Greedy: 0, the samples are `numbers` (a quota's); else the last of `numbers` is the race's
   // first, and the race's numbers advance by `stride` (the worker count).
   std::uint64_t stride = 0;
-  // Greedy: a sample that has run this long is stopped and a fresh one started.
+  // A task that has run this long is stopped and a fresh one started.
   std::optional<std::chrono::nanoseconds> restart_after;
   std::string task;
   std::vector<std::uint64_t> numbers;  // allocated: the share
@@ -102,10 +102,11 @@ class Worker {
 
   enum class Ran { sent, dropped, restarted };
 
-  // One task with its slowdown, its result (or, restarted, its running time) written to `out`;
-  // dropped when a greedy round was stopped meanwhile (the task's result is then dropped).
+  // One task with its slowdown, its result written to `out`, or, past `budget` (restarted), a
+  // kRestarted message sent with its number and running time; dropped when a greedy round was
+  // stopped meanwhile (the task's result is then dropped).
   Ran run_one(const Work& w, const TaskFunction& f, std::uint64_t number, wire::Writer& out,
-              std::optional<std::chrono::nanoseconds> budget = std::nullopt) {
+              std::optional<std::chrono::nanoseconds> budget) {
     const auto start = Clock::now();
     const auto budget_end = budget ? start + *budget : Clock::time_point::max();
     TaskInput in{w.round, number, w.input, {}};
@@ -113,6 +114,8 @@ class Worker {
       in.stop = [this, budget_end] {
         return Clock::now() >= budget_end || message_waiting(comm_);
       };
+    } else if (budget) {
+      in.stop = [budget_end] { return Clock::now() >= budget_end; };
     }
     Bytes result;
     for (std::size_t r = 0; r < slowdown_.repetitions(); ++r) result = f(in);
@@ -123,7 +126,11 @@ class Worker {
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(now - start);
     // Past its budget, whatever it ended with is discarded, as on threads.
     if (delayed == Delayed::past_budget || now >= budget_end) {
-      out.u64(static_cast<std::uint64_t>(took.count()));
+      wire::Writer restarted;
+      restarted.u64(w.round);
+      restarted.u64(number);
+      restarted.u64(static_cast<std::uint64_t>(took.count()));
+      send(restarted, wire::kRestarted);
       return Ran::restarted;
     }
     if (in.stop_requested()) return Ran::dropped;  // ended after the round did: surplus
@@ -142,15 +149,21 @@ class Worker {
     out.u64(w.round);
     try {
       const TaskFunction& f = tasks_.find(w.task);
+      // A task past its budget is stopped and run afresh under its number, as in the
+      // simulator; the root hears of each stopped attempt at once (kRestarted).
+      std::size_t restarted_in_row = 0;
       if (!w.greedy) {
-        for (const std::uint64_t number : w.numbers) (void)run_one(w, f, number, out);
+        for (const std::uint64_t number : w.numbers) {
+          while (run_one(w, f, number, out, budget_of(w, restarted_in_row)) == Ran::restarted) {
+            ++restarted_in_row;
+          }
+          restarted_in_row = 0;
+        }
         send(out, wire::kResults);
         return;
       }
       // Greedy: one message per result (or restarted sample) until the root sends anything or
-      // the samples run out. A restarted sample's fresh one keeps its number, as in the
-      // simulator.
-      std::size_t restarted_in_row = 0;
+      // the samples run out.
       std::size_t k = 0;
       for (auto number = w.sample_number(k); number && !message_waiting(comm_);
            number = w.sample_number(k)) {
@@ -159,8 +172,10 @@ class Worker {
         const Ran ran = run_one(w, f, *number, one, budget_of(w, restarted_in_row));
         restarted_in_row = ran == Ran::restarted ? restarted_in_row + 1 : 0;
         if (ran == Ran::dropped) break;
-        if (ran == Ran::sent) ++k;
-        send(one, ran == Ran::sent ? wire::kResults : wire::kRestarted);
+        if (ran == Ran::sent) {
+          ++k;
+          send(one, wire::kResults);
+        }
       }
       // Tells the root this rank is alive although its last task was dropped: a slow rank
       // may finish no task in a short greedy round.

@@ -30,7 +30,7 @@ enum Tag : int {
   kStopped = 6,
   kPing = 7,
   kPong = 8,
-  kRestarted = 9  // a fungible racer's sample stopped at its restart budget: its running time
+  kRestarted = 9  // a task stopped at its restart budget: (round, number, running time)
 };
 
 class Writer {

@@ -218,6 +218,47 @@ TEST_CASE("quotas with a fungible race run on the ranks: a quota at most its sam
   INFO("results from the quota in 10 rounds: " << from_quota);
 }
 
+TEST_CASE("restart budgets of quotas and of an indexed race run on the ranks", "[mpi]") {
+  // Budgets of 0.75 of each rank's mean, as in the fungible race's test: a task past it is
+  // stopped on its rank and run afresh under its number, as in the simulator.
+  const auto truth = true_means();
+  const auto budgets = [&](ata::Plan plan) {
+    for (std::size_t w = 0; w < kWorkers; ++w) plan.set_restart_after(w, 0.75 * truth[w]);
+    return plan;
+  };
+  for (const ata::Plan& plan : {budgets(ata::Plan::quotas(ata::Allocation({3, 2, 1}))),
+                                budgets(ata::Plan::race(kWorkers, ata::RaceKind::indexed))}) {
+    CAPTURE(ata::dispatch_name(plan.dispatch()));
+    ata::FixedPlanPolicy restarting("restarting", plan);
+    ata::mpi::RankScheduler root(MPI_COMM_WORLD, restarting, patient());
+    std::size_t restarts = 0;
+    for (std::size_t round = 1; round <= 10; ++round) {
+      const auto batch = root.run(6, "number", {});
+      REQUIRE(batch.results.size() == 6);
+      for (std::size_t t = 0; t < 6; ++t) CHECK(value(batch.results[t]) == static_cast<double>(t));
+      CHECK(accepted(batch.report) == 6);
+      CHECK(batch.events.empty());
+      CHECK(batch.backup_tasks == 0);
+      restarts += batch.report.restarts;
+      std::size_t discarded = 0;
+      for (const auto& t : batch.report.tasks) {
+        if (!t.accepted) {
+          ++discarded;
+          CHECK(t.task < 6);  // a restarted attempt keeps its task's number
+          continue;
+        }
+        CHECK(std::chrono::duration<double>(t.duration).count() < 0.75 * truth[t.worker]);
+      }
+      CHECK(discarded == batch.report.restarts);
+    }
+    CHECK(restarts >= 10);  // about 3 in 5 attempts: dozens in 10 rounds
+    std::lock_guard lock(restarting.mutex());
+    std::size_t censored = 0;
+    for (std::size_t w = 0; w < kWorkers; ++w) censored += restarting.stats(w).censored_count();
+    CHECK(censored == restarts);
+  }
+}
+
 TEST_CASE("the learned means are the ranks' measured task times", "[mpi]") {
   // UTA gives every rank the same share, so each gets the same number of observations.
   const auto uta = policy("uta");
@@ -308,8 +349,6 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   refused(one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
           "backups of its own");
   refused(one_quota().set_racer(1).set_retries(1), "retries");
-  refused(one_quota().set_racer(1).set_restart_after(0, 5.0),
-          "restart budgets outside a fungible race");
 }
 
 namespace {

@@ -88,8 +88,7 @@ TEST_CASE("ata-auto restarts heavy-tailed tasks and beats the race without resta
 }
 
 TEST_CASE("ata-auto without race restarts races heavy tails without budgets", "[sim][ata-auto]") {
-  // Restart budgets off, as ata-mpi-sgd sets them (the rank back-end runs them in a fungible
-  // race only).
+  // Restart budgets off (Options::race_restarts false).
   ata::AtaAutoPolicy policy(12, racing().set_race_restarts(false));
   ata::sim::Simulation sim(lognormal_cluster(), policy, 12, 1);
   for (int k = 0; k < 1500; ++k) (void)sim.run_round();

@@ -191,9 +191,8 @@ class AtaAutoPolicy final : public Policy {
     /// its races may carry restart budgets unless race_restarts is false.
     std::optional<RaceKind> race;
     /// Whether its races may carry restart budgets (step 5: tried on tails heavier than
-    /// exponential). False for a driver that refuses them in the race kind set: the MPI ranks
-    /// run them in a fungible race only (docs/design.md), so ata-mpi-sgd sets it false with
-    /// RaceKind::indexed. Read only with race set.
+    /// exponential). Every engine runs them (docs/design.md); false keeps the races without.
+    /// Read only with race set.
     bool race_restarts = true;
     /// What a plan costs: wall + p x worker time (p = 1/n by default). Read only with race set.
     Objective objective;

@@ -96,8 +96,10 @@ struct RankBatch {
 /// true), and any result still on its way is discarded by round number (TaskRecord::accepted =
 /// false when it arrives before the batch ends, counted in late_answers after). A greedy rank
 /// is busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
-/// stopped task ends. Refused (run() throws ata::Error): a plan with backups or retries of its
-/// own, and restart budgets outside a fungible race.
+/// stopped task ends. A task past its rank's restart budget (Plan::restart_after) is stopped on
+/// its rank and run afresh under its number; the root hears its time at once (a censored
+/// observation, RoundReport::restarts). Refused (run() throws ata::Error): a plan with backups
+/// or retries of its own.
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
