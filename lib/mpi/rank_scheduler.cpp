@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <list>
@@ -81,12 +82,12 @@ struct Share {
 
 // The last share sent to a rank, so that even its late answer is a round-trip sample.
 struct LastShare {
-  std::size_t round = 0;
+  std::uint64_t batch = 0;  // RankScheduler::State::batch_id
   Clock::time_point sent;
   bool queued = false;
 };
 
-// The task times (seconds) an answer of results carries, the round already read.
+// The task times (seconds) an answer of results carries, its batch id already read.
 double compute_seconds(wire::Reader& in) {
   double sum = 0.0;
   while (!in.at_end()) {
@@ -105,6 +106,11 @@ struct RankScheduler::State {
   RankOptions options;
   std::size_t workers = 0;
   std::size_t round = 0;    // the policy's round of the batch running now
+  // Which batch a message belongs to: unique in the process, so that an answer to an earlier
+  // scheduler's batch of the same round (one that failed while ranks still ran its tasks) is
+  // late, never taken for this one's.
+  std::uint64_t batch_id = 0;
+  bool keep_going = false;  // the batch has retries: a rank reports a failing task, runs on
   bool shut_down = false;
   runtime::Observer* observer = nullptr;
   Clock::time_point born = Clock::now();
@@ -184,7 +190,7 @@ struct RankScheduler::State {
       sh.deadline = sh.sent + options.first_deadline;
     }
     sh.numbers = std::move(numbers);
-    last_share[worker] = LastShare{round, sh.sent, queued};
+    last_share[worker] = LastShare{batch_id, sh.sent, queued};
     return sh;
   }
 
@@ -230,6 +236,7 @@ struct RankScheduler::State {
                      std::optional<std::size_t> race_first = std::nullopt) const {
     wire::Writer w;
     w.u64(round);
+    w.u64(batch_id);
     w.u64(streamed ? 1 : 0);
     // Stride 0: no race after the quota; else the last number is the race's first.
     w.u64(race_first ? workers : 0);
@@ -237,6 +244,7 @@ struct RankScheduler::State {
     // Saturated: a budget too long for 64 bits of nanoseconds is none.
     const double ns = restart_after * 1e9;
     w.u64(ns < 1.8e19 ? static_cast<std::uint64_t>(ns) : wire::kNoBudget);
+    w.u64(keep_going ? 1 : 0);
     w.text(task);
     w.u64(numbers.size());
     for (const std::size_t n : numbers) w.u64(n);
@@ -284,7 +292,7 @@ struct RankScheduler::State {
     for (std::size_t w = 0; w < workers; ++w) {
       if (usable(w) || working[w] || ping_sent[w]) continue;
       wire::Writer ping;
-      ping.u64(round);
+      ping.u64(batch_id);
       ping.bytes(input);
       ping_sent[w] = Clock::now();
       send(w, wire::kPing, std::move(ping.buffer()));
@@ -447,19 +455,26 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     std::lock_guard lock(s.policy->mutex());
     s.policy->plan(batch, plan);
     s.round = s.policy->round();
+    static std::atomic<std::uint64_t> batches{0};
+    s.batch_id = ++batches;
   }
   plan.check(batch, n, s.policy->name());
   // A fungible race (with quotas or without): every sample is answered as it ends, and any B
   // results will do. Quota ranks run their quota's samples, racers race after theirs.
   const bool fungible = !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
   const bool indexed = !plan.racers().empty() && plan.race_kind() == RaceKind::indexed;
-  std::string refused;
-  if (plan.backups()) refused = "backups of its own";
-  if (plan.retries()) refused = "retries";
-  if (!refused.empty()) {
-    throw Error("policy '" + std::string(s.policy->name()) + "' planned " + refused +
-                ", which the rank back-end does not run");
+  if (plan.backups()) {
+    throw Error("policy '" + std::string(s.policy->name()) +
+                "' planned backups of its own, which the rank back-end does not run");
   }
+  // Each task may fail `retries` times (a fungible race: retries x B failures in all, a failed
+  // sample replaced by the next), as on threads.
+  const std::size_t retries = plan.retries().value_or(0);
+  s.keep_going = retries > 0;
+  const std::size_t most = std::numeric_limits<std::size_t>::max();
+  const std::size_t failures_allowed = retries > most / batch ? most : retries * batch;
+  std::vector<std::size_t> failures_of(fungible ? 0 : batch, 0);
+  std::size_t failures = 0;
   if (s.observer != nullptr) s.observer->on_batch_start({s.round, batch, plan, start});
   // Every start is followed by one end: failed, unless the batch returns.
   struct FailedEnd {
@@ -592,13 +607,44 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   if (!fungible && shares.empty()) {
     for (std::size_t t = 0; t < batch; ++t) unassigned.push_back(t);
   }
+  // Task `number` failed on `failed`, with a retry left: out of its share there, and sent alone
+  // to the usable rank expected to finish it first, another than `failed` if there is one (as
+  // the threads retry on another lane).
+  const auto retry_elsewhere = [&](std::size_t number, std::size_t failed) {
+    for (auto it = shares.begin(); it != shares.end(); ++it) {
+      const auto at = std::find(it->numbers.begin(), it->numbers.end(), number);
+      if (it->worker != failed || at == it->numbers.end()) continue;
+      it->numbers.erase(at);
+      if (it->numbers.empty()) shares.erase(it);
+      break;
+    }
+    std::vector<std::size_t> load(n, 0);
+    for (const auto& sh : shares) load[sh.worker] += sh.numbers.size();
+    const auto finish = [&](std::size_t w) {
+      return s.link_seconds(w) +
+             static_cast<double>(load[w] + 1) * s.expected_task_seconds(w).value_or(1.0);
+    };
+    std::size_t best = n;
+    for (std::size_t w = 0; w < n; ++w) {
+      if (s.usable(w) && w != failed && (best == n || finish(w) < finish(best))) best = w;
+    }
+    if (best == n && !s.lost[failed]) best = failed;
+    if (best == n) {
+      unassigned.push_back(number);  // every rank lost: it waits for one, as a share does
+      return;
+    }
+    s.send(best, wire::kWork,
+           s.work_message(false, task, {number}, input, plan.restart_after(best)));
+    shares.push_back(s.share(best, {number}, load[best] > 0));
+    if (indexed) claim_if_free(failed);  // its claim failed: it is free for the next
+  };
   while (finished < batch) {
     if (const auto status = s.poll()) {
       last_progress = Clock::now();
       const std::size_t w = static_cast<std::size_t>(status->MPI_SOURCE) - 1;
       s.heard[w] = last_progress;
       wire::Reader in(s.inbox);
-      const std::uint64_t round = in.u64();
+      const std::uint64_t answered_batch = in.u64();
       if (s.lost[w]) {
         s.mark(w, RankEvent::Kind::back, out.events);
         if (fungible && !started[w] && plan.is_racer(w)) {  // it joins the race
@@ -617,15 +663,16 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       }
       if (status->MPI_TAG == wire::kStopped) {
         // A quota rank that does not race ran its quota: it computes nothing more this round.
-        if (fungible && round == s.round && !plan.is_racer(w)) started[w] = false;
+        if (fungible && answered_batch == s.batch_id && !plan.is_racer(w)) started[w] = false;
         continue;
       }
-      if (round != s.round) {
+      if (answered_batch != s.batch_id) {
         ++out.late_answers;
         // Late, but a round trip of the rank's link all the same (of its last share only: no
         // other is remembered).
         const auto& last = s.last_share[w];
-        if (status->MPI_TAG == wire::kResults && last && last->round == round && !last->queued) {
+        if (status->MPI_TAG == wire::kResults && last && last->batch == answered_batch &&
+            !last->queued) {
           s.learn_round_trip(w, seconds(last_progress - last->sent) - compute_seconds(in));
         }
         continue;
@@ -651,8 +698,28 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         continue;
       }
       if (status->MPI_TAG == wire::kFailure) {
-        throw Error("rank " + std::to_string(w + 1) + " failed in round " + std::to_string(round) +
-                    ": " + in.text());
+        const std::uint64_t number = in.u64();
+        const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
+        const std::string what = in.text();
+        const bool retried =
+            number != wire::kNoNumber &&
+            (fungible ? failures < failures_allowed
+                      : number < batch && failures_of[number] < retries);
+        if (!retried) {
+          throw Error("rank " + std::to_string(w + 1) + " failed in round " +
+                      std::to_string(s.round) + ": " + what);
+        }
+        ++failures;
+        ++report.retries;
+        report.busy[w] += took;
+        report.tasks.push_back(
+            {fungible ? batch + report.tasks.size() : static_cast<std::size_t>(number), w, took,
+             false});
+        if (!fungible) {
+          ++failures_of[number];
+          retry_elsewhere(static_cast<std::size_t>(number), w);
+        }
+        continue;
       }
       std::vector<std::size_t> answered;
       // Where this answer's tasks go (an accepted slot, or a discarded record) and their times,
@@ -799,7 +866,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       if (span > report.busy[w]) cut.emplace_back(w, seconds(span - report.busy[w]));
       report.busy[w] = std::max(report.busy[w], span);
       wire::Writer stop;
-      stop.u64(s.round);
+      stop.u64(s.batch_id);
       s.send(w, wire::kStop, std::move(stop.buffer()));
     }
   }

@@ -61,13 +61,17 @@ Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length
 }
 
 struct Work {
-  std::uint64_t round = 0;
+  std::uint64_t round = 0;  // the policy's: tasks and slowdowns draw by it
+  std::uint64_t batch = 0;  // echoed in every answer (the root's batch id)
   bool greedy = false;  // a fungible race's samples, each answered as it ends
   // Greedy: 0, the samples are `numbers` (a quota's); else the last of `numbers` is the race's
   // first, and the race's numbers advance by `stride` (the worker count).
   std::uint64_t stride = 0;
   // A task that has run this long is stopped and a fresh one started.
   std::optional<std::chrono::nanoseconds> restart_after;
+  // The plan has retries: a failing task is reported and the rest run on; else the first
+  // failure ends the work.
+  bool keep_going = false;
   std::string task;
   std::vector<std::uint64_t> numbers;  // allocated: the share
   std::span<const std::byte> input;
@@ -127,7 +131,7 @@ class Worker {
     // Past its budget, whatever it ended with is discarded, as on threads.
     if (delayed == Delayed::past_budget || now >= budget_end) {
       wire::Writer restarted;
-      restarted.u64(w.round);
+      restarted.u64(w.batch);
       restarted.u64(number);
       restarted.u64(static_cast<std::uint64_t>(took.count()));
       send(restarted, wire::kRestarted);
@@ -144,50 +148,79 @@ class Worker {
     MPI_Send(out.buffer().data(), static_cast<int>(out.buffer().size()), MPI_BYTE, 0, tag, comm_);
   }
 
-  void serve(const Work& w) {
-    wire::Writer out;
-    out.u64(w.round);
+  // Tells the root that task `number` (wire::kNoNumber: none, the task is unknown) failed
+  // after `took`.
+  void report_failure(const Work& w, std::uint64_t number, std::chrono::nanoseconds took,
+                      const std::exception& e) {
+    wire::Writer failure;
+    failure.u64(w.batch);
+    failure.u64(number);
+    failure.u64(static_cast<std::uint64_t>(took.count()));
+    failure.text("task '" + w.task + "': " + e.what());
+    send(failure, wire::kFailure);
+  }
+
+  // Runs task `number` until it ends within its budget (a task past it is stopped and run
+  // afresh under its number, as in the simulator; the root hears of each stopped attempt at
+  // once, kRestarted), or until it fails: then reported, and false.
+  template <class Run>
+  bool attempt(const Work& w, std::uint64_t number, Run run) {
+    const auto start = Clock::now();
     try {
-      const TaskFunction& f = tasks_.find(w.task);
-      // A task past its budget is stopped and run afresh under its number, as in the
-      // simulator; the root hears of each stopped attempt at once (kRestarted).
-      std::size_t restarted_in_row = 0;
-      if (!w.greedy) {
-        for (const std::uint64_t number : w.numbers) {
-          while (run_one(w, f, number, out, budget_of(w, restarted_in_row)) == Ran::restarted) {
-            ++restarted_in_row;
-          }
-          restarted_in_row = 0;
-        }
-        send(out, wire::kResults);
-        return;
+      for (std::size_t restarted_in_row = 0; run(budget_of(w, restarted_in_row)) == Ran::restarted;
+           ++restarted_in_row) {
       }
-      // Greedy: one message per result (or restarted sample) until the root sends anything or
-      // the samples run out.
-      std::size_t k = 0;
-      for (auto number = w.sample_number(k); number && !message_waiting(comm_);
-           number = w.sample_number(k)) {
-        wire::Writer one;
-        one.u64(w.round);
-        const Ran ran = run_one(w, f, *number, one, budget_of(w, restarted_in_row));
-        restarted_in_row = ran == Ran::restarted ? restarted_in_row + 1 : 0;
-        if (ran == Ran::dropped) break;
-        if (ran == Ran::sent) {
-          ++k;
-          send(one, wire::kResults);
-        }
-      }
-      // Tells the root this rank is alive although its last task was dropped: a slow rank
-      // may finish no task in a short greedy round.
-      wire::Writer stopped;
-      stopped.u64(w.round);
-      send(stopped, wire::kStopped);
+      return true;
     } catch (const std::exception& e) {
-      wire::Writer failure;
-      failure.u64(w.round);
-      failure.text("task '" + w.task + "': " + e.what());
-      send(failure, wire::kFailure);
+      report_failure(w, number,
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start), e);
+      return false;
     }
+  }
+
+  void serve(const Work& w) {
+    const TaskFunction* f = nullptr;
+    try {
+      f = &tasks_.find(w.task);
+    } catch (const std::exception& e) {
+      report_failure(w, wire::kNoNumber, std::chrono::nanoseconds{0}, e);
+      return;
+    }
+    if (!w.greedy) {
+      wire::Writer out;
+      out.u64(w.batch);
+      for (const std::uint64_t number : w.numbers) {
+        const bool ran = attempt(w, number, [&](auto budget) {
+          return run_one(w, *f, number, out, budget);
+        });
+        if (!ran && !w.keep_going) return;
+      }
+      send(out, wire::kResults);
+      return;
+    }
+    // Greedy: one message per result (or restarted sample) until the root sends anything or
+    // the samples run out. A failed sample is replaced by the next.
+    std::size_t k = 0;
+    for (auto number = w.sample_number(k); number && !message_waiting(comm_);
+         number = w.sample_number(++k)) {
+      wire::Writer one;
+      one.u64(w.batch);
+      Ran ran = Ran::dropped;
+      const bool ended = attempt(w, *number, [&](auto budget) {
+        return ran = run_one(w, *f, *number, one, budget);
+      });
+      if (!ended) {
+        if (!w.keep_going) return;
+        continue;
+      }
+      if (ran == Ran::dropped) break;
+      send(one, wire::kResults);
+    }
+    // Tells the root this rank is alive although its last task was dropped: a slow rank
+    // may finish no task in a short greedy round.
+    wire::Writer stopped;
+    stopped.u64(w.batch);
+    send(stopped, wire::kStopped);
   }
 
  private:
@@ -242,11 +275,13 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOp
     if (status.MPI_TAG != wire::kWork) continue;  // a stop for a greedy round already over
     Work w;
     w.round = in.u64();
+    w.batch = in.u64();
     w.greedy = in.u64() != 0;
     w.stride = in.u64();
     if (const std::uint64_t budget = in.u64(); budget != wire::kNoBudget) {
       w.restart_after = std::chrono::nanoseconds(static_cast<std::int64_t>(budget));
     }
+    w.keep_going = in.u64() != 0;
     w.task = in.text();
     const std::uint64_t n = in.u64();
     if (n > buffer.size() / sizeof(std::uint64_t)) throw Error("ata::mpi: a malformed share");

@@ -1,12 +1,19 @@
 #pragma once
 // The messages between the root and the worker ranks, as flat byte buffers.
 //
-// root -> worker: kWork (round, greedy?, stride, budget, task name, task numbers, input; greedy:
-// the quota's numbers, then with a stride the race's first), kStop (round: a greedy round has
-// its B results), kShutdown (whether a rank was lost), kPing (a number).
-// worker -> root: kResults (round, then per task: number, nanoseconds, result bytes),
-// kFailure (round, message), kStopped (round: a greedy round ended here; the rank is alive),
-// kPong (the ping's number, echoed as soon as the rank is not running a share).
+// root -> worker:
+// - kWork (the policy's round, the batch id, greedy?, stride, budget, keep going after a
+//   failure?, task name, task numbers, input; greedy: the quota's numbers, then with a stride
+//   the race's first);
+// - kStop (batch id: a greedy batch has its B results);
+// - kShutdown (whether a rank was lost);
+// - kPing (batch id, padding the size of the input).
+// worker -> root, each starting with the batch id it answers (the root drops other batches'):
+// - kResults (then per task: number, nanoseconds, result bytes);
+// - kRestarted (number, nanoseconds: a task stopped at its budget, run afresh);
+// - kFailure (task number or kNoNumber, nanoseconds, message);
+// - kStopped (a greedy batch ended here; the rank is alive);
+// - kPong (the ping echoed as soon as the rank is not running a share).
 
 #include <cstdint>
 #include <cstring>
@@ -20,6 +27,8 @@ namespace ata::mpi::wire {
 
 // A work message's restart budget in nanoseconds when its racer has none.
 inline constexpr std::uint64_t kNoBudget = UINT64_MAX;
+// A failure's task number when no task ran (the task's name is unknown on the rank).
+inline constexpr std::uint64_t kNoNumber = UINT64_MAX;
 
 enum Tag : int {
   kWork = 1,
@@ -30,7 +39,7 @@ enum Tag : int {
   kStopped = 6,
   kPing = 7,
   kPong = 8,
-  kRestarted = 9  // a task stopped at its restart budget: (round, number, running time)
+  kRestarted = 9
 };
 
 class Writer {

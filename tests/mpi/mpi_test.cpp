@@ -7,6 +7,7 @@
 
 #include <catch2/catch_session.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <algorithm>
 #include <chrono>
@@ -61,6 +62,13 @@ ata::mpi::TaskRegistry registry() {
   });
   tasks.add("throws", [](const ata::mpi::TaskInput&) -> ata::mpi::Bytes {
     throw std::runtime_error("on purpose");
+  });
+  // Its number, but on rank 1 (worker 0) an odd number throws: a retry elsewhere succeeds.
+  tasks.add("odd fails on rank 1", [](const ata::mpi::TaskInput& in) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1 && in.task % 2 == 1) throw std::runtime_error("odd on rank 1");
+    return ata::mpi::to_bytes(std::vector<double>{static_cast<double>(in.task)});
   });
   return tasks;
 }
@@ -259,6 +267,68 @@ TEST_CASE("restart budgets of quotas and of an indexed race run on the ranks", "
   }
 }
 
+TEST_CASE("a plan's retries run on the ranks: a failed task runs again on another rank",
+          "[mpi]") {
+  // Quotas (worker 0 holds 0, 1 and 2), an indexed race, and quotas (worker 0: 0 and 1) beside
+  // one: every odd task that rank 1 runs fails once and is retried elsewhere.
+  const std::vector<ata::Plan> plans{
+      ata::Plan::quotas(ata::Allocation({3, 2, 1})),
+      ata::Plan::race(kWorkers, ata::RaceKind::indexed),
+      ata::Plan::quotas(ata::Allocation({2, 0, 0})).set_racer(1).set_racer(2)};
+  for (const ata::Plan& plan : plans) {
+    CAPTURE(ata::dispatch_name(plan.dispatch()));
+    // With a retry per task, every result is its task's, none from worker 0 if odd.
+    ata::FixedPlanPolicy retried("retried", ata::Plan(plan).set_retries(1));
+    ata::mpi::RankScheduler root(MPI_COMM_WORLD, retried, patient());
+    std::size_t retries = 0;
+    for (std::size_t round = 1; round <= 5; ++round) {
+      const auto batch = root.run(6, "odd fails on rank 1", {});
+      REQUIRE(batch.results.size() == 6);
+      for (std::size_t t = 0; t < 6; ++t) CHECK(value(batch.results[t]) == static_cast<double>(t));
+      CHECK(accepted(batch.report) == 6);
+      for (const auto& t : batch.report.tasks) {
+        if (t.accepted) CHECK_FALSE((t.worker == 0 && t.task % 2 == 1));
+      }
+      std::string records;
+      for (const auto& t : batch.report.tasks) {
+        records += " (" + std::to_string(t.worker) + ", " + std::to_string(t.task) +
+                   (t.accepted ? ")" : ")*");
+      }
+      INFO("records (* discarded):" << records << "; late " << batch.late_answers << ", re-run "
+                                    << batch.backup_tasks);
+      CHECK(batch.report.discarded() == batch.report.retries);
+      CHECK(batch.events.empty());
+      retries += batch.report.retries;
+    }
+    // Worker 0's quota holds task 1 in the quota plans: a retry every round. In the race it
+    // claims task 0 first, then whatever it is free for.
+    if (plan.dispatch() != ata::Dispatch::pull) CHECK(retries >= 5);
+    // Without retries the first failure fails the batch, naming it (the race's worker 0 may
+    // claim no odd task). Its other ranks still run their shares after it throws: the next
+    // plan's scheduler, at round 1 again, must drop their answers as another batch's (before
+    // batch ids on the wire it took them for its own, and this test saw a task twice).
+    if (plan.dispatch() == ata::Dispatch::pull) continue;
+    ata::FixedPlanPolicy unretried("unretried", plan);
+    ata::mpi::RankScheduler strict(MPI_COMM_WORLD, unretried, patient());
+    CHECK_THROWS_WITH(strict.run(6, "odd fails on rank 1", {}),
+                      Catch::Matchers::ContainsSubstring("odd on rank 1"));
+  }
+}
+
+TEST_CASE("a fungible race's retries on the ranks replace a failed sample by the next",
+          "[mpi]") {
+  // Rank 1's odd samples fail: 3 + 3 k is odd for every other k. Retries 1 allow B failures.
+  ata::FixedPlanPolicy retried("retried race",
+                               ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_retries(1));
+  ata::mpi::RankScheduler root(MPI_COMM_WORLD, retried, patient());
+  for (std::size_t round = 1; round <= 5; ++round) {
+    const auto batch = root.run(5, "odd fails on rank 1", {});
+    REQUIRE(batch.results.size() == 5);
+    CHECK(accepted(batch.report) == 5);
+    CHECK(batch.report.retries <= 5);
+  }
+}
+
 TEST_CASE("the learned means are the ranks' measured task times", "[mpi]") {
   // UTA gives every rank the same share, so each gets the same number of observations.
   const auto uta = policy("uta");
@@ -348,7 +418,6 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   const auto one_quota = [] { return ata::Plan::quotas(ata::Allocation({1, 0, 0})); };
   refused(one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
           "backups of its own");
-  refused(one_quota().set_racer(1).set_retries(1), "retries");
 }
 
 namespace {

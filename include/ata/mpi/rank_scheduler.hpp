@@ -93,13 +93,16 @@ struct RankBatch {
 /// Dispatch::mixed, quotas beside it, each then at most its quota's samples, sent one by one):
 /// every live racer computes tasks until B results are in, sending each as it finishes; then
 /// the root sends a stop, a rank drops its running task (TaskInput::stop_requested() turns
-/// true), and any result still on its way is discarded by round number (TaskRecord::accepted =
+/// true), and any result still on its way is discarded by batch (TaskRecord::accepted =
 /// false when it arrives before the batch ends, counted in late_answers after). A greedy rank
 /// is busy from its start to the stop (RoundReport::busy), as a thread worker is busy until its
 /// stopped task ends. A task past its rank's restart budget (Plan::restart_after) is stopped on
 /// its rank and run afresh under its number; the root hears its time at once (a censored
-/// observation, RoundReport::restarts). Refused (run() throws ata::Error): a plan with backups
-/// or retries of its own.
+/// observation, RoundReport::restarts). A plan's retries (Plan::set_retries) let a task fail
+/// that many times: a share's failed task is sent alone to another rank, a fungible race's
+/// failed sample is replaced by the rank's next (retries x B failures in all); each failed
+/// attempt is a discarded record and counts in RoundReport::retries. Refused (run() throws
+/// ata::Error): a plan with backups of its own (overdue shares are re-run instead).
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
@@ -136,11 +139,11 @@ class RankScheduler {
   /// Runs `batch` tasks of the registered function `task` on `input`. Throws
   /// ata::InvalidArgument for batch = 0 or after shutdown(), and ata::Error when a task
   /// throws on its rank (the message names the rank and the task's error), when no rank
-  /// answers for RankOptions::give_up_after, or when the policy's plan is one the rank
-  /// back-end does not run (quotas mixed with a fungible race; backups or retries set by the
-  /// plan; restart budgets outside a fungible race). In a fungible race, a rank stops a sample
-  /// that has run its restart budget itself and starts a fresh one; the root counts it in
-  /// RoundReport::restarts and gives the policy its time as a censored observation.
+  /// answers for RankOptions::give_up_after, or when the policy's plan sets backups of its own,
+  /// which the rank back-end does not run. A task that throws fails the batch unless the plan
+  /// has retries left for it (see the class). A rank stops a task that has run its restart
+  /// budget itself and runs it afresh; the root counts it in RoundReport::restarts and gives
+  /// the policy its time as a censored observation.
   [[nodiscard]] RankBatch run(std::size_t batch, const std::string& task, const Bytes& input);
 
   /// Tells every worker rank to stop serving (never waiting on a stalled one) and returns
