@@ -508,8 +508,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     const bool busy =
         std::any_of(shares.begin(), shares.end(), [&](const Share& sh) { return sh.worker == w; });
     if (next_claim >= batch || !s.usable(w) || !plan.is_racer(w) || busy) return;
-    s.send(w, wire::kWork,
-           s.work_message(false, task, {next_claim}, input, plan.restart_after(w)));
+    s.send(w, wire::kWork, s.work_message(false, task, {next_claim}, input, plan.restart_after(w)));
     shares.push_back(s.share(w, {next_claim}, false));
     ++next_claim;
   };
@@ -556,9 +555,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       started[w] = true;
       const auto race_first =
           plan.is_racer(w) ? std::optional(race_numbers_from + w) : std::nullopt;
-      s.send(w, wire::kWork,
-             s.work_message(true, task, std::move(quota), input, plan.restart_after(w),
-                            race_first));
+      s.send(
+          w, wire::kWork,
+          s.work_message(true, task, std::move(quota), input, plan.restart_after(w), race_first));
     }
     // A ping would end a racer's round: only the lost ranks get one.
     s.send_pings(input, started);
@@ -650,9 +649,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         if (fungible && !started[w] && plan.is_racer(w)) {  // it joins the race
           started[w] = true;
           started_at[w] = Clock::now();
-          s.send(w, wire::kWork,
-                 s.work_message(true, task, {}, input, plan.restart_after(w),
-                                race_numbers_from + w));
+          s.send(
+              w, wire::kWork,
+              s.work_message(true, task, {}, input, plan.restart_after(w), race_numbers_from + w));
         }
         if (indexed) claim_if_free(w);
       }
@@ -701,10 +700,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         const std::uint64_t number = in.u64();
         const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
         const std::string what = in.text();
-        const bool retried =
-            number != wire::kNoNumber &&
-            (fungible ? failures < failures_allowed
-                      : number < batch && failures_of[number] < retries);
+        const bool retried = number != wire::kNoNumber &&
+                             (fungible ? failures < failures_allowed
+                                       : number < batch && failures_of[number] < retries);
         if (!retried) {
           throw Error("rank " + std::to_string(w + 1) + " failed in round " +
                       std::to_string(s.round) + ": " + what);
@@ -767,8 +765,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           return std::find(answered.begin(), answered.end(), t) != answered.end();
         });
         if (covered && !sh.queued) {
-          s.learn_round_trip(w, seconds(last_progress - sh.sent) -
-                                    seconds(computed + restarted_since_answer[w]));
+          s.learn_round_trip(
+              w, seconds(last_progress - sh.sent) - seconds(computed + restarted_since_answer[w]));
         }
         return covered;
       });

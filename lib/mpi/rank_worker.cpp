@@ -63,7 +63,7 @@ Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length
 struct Work {
   std::uint64_t round = 0;  // the policy's: tasks and slowdowns draw by it
   std::uint64_t batch = 0;  // echoed in every answer (the root's batch id)
-  bool greedy = false;  // a fungible race's samples, each answered as it ends
+  bool greedy = false;      // a fungible race's samples, each answered as it ends
   // Greedy: 0, the samples are `numbers` (a quota's); else the last of `numbers` is the race's
   // first, and the race's numbers advance by `stride` (the worker count).
   std::uint64_t stride = 0;
@@ -190,9 +190,8 @@ class Worker {
       wire::Writer out;
       out.u64(w.batch);
       for (const std::uint64_t number : w.numbers) {
-        const bool ran = attempt(w, number, [&](auto budget) {
-          return run_one(w, *f, number, out, budget);
-        });
+        const bool ran =
+            attempt(w, number, [&](auto budget) { return run_one(w, *f, number, out, budget); });
         if (!ran && !w.keep_going) return;
       }
       send(out, wire::kResults);
@@ -206,9 +205,8 @@ class Worker {
       wire::Writer one;
       one.u64(w.batch);
       Ran ran = Ran::dropped;
-      const bool ended = attempt(w, *number, [&](auto budget) {
-        return ran = run_one(w, *f, *number, one, budget);
-      });
+      const bool ended = attempt(
+          w, *number, [&](auto budget) { return ran = run_one(w, *f, *number, one, budget); });
       if (!ended) {
         if (!w.keep_going) return;
         continue;

@@ -390,7 +390,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::unique_ptr<RacerSample[]> racers_;     // fungible with restart budgets only
   std::vector<double> restart_after_;         // per lane, seconds (+infinity: none)
   DeadlineTimer* restart_timer_ = nullptr;
-  std::atomic<std::size_t> restarts_{0};      // fungible: samples restarted
+  std::atomic<std::size_t> restarts_{0};  // fungible: samples restarted
 
   mutable std::mutex outcome_mutex_;
   Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_

@@ -266,9 +266,8 @@ void BatchOperation::submit_now() {
         const bool caller_takes_over =
             blocking_ && dispatch == Dispatch::allocated && core.caller_lane() < workers;
         const bool recovers = retries > 0 || plan.has_restarts();
-        const bool tracked =
-            !fungible && (dispatch == Dispatch::mixed || caller_takes_over ||
-                          backups.enabled() || recovers);
+        const bool tracked = !fungible && (dispatch == Dispatch::mixed || caller_takes_over ||
+                                           backups.enabled() || recovers);
         if (tracked || (fungible && recovers)) {
           recovery.emplace();
           recovery->backups = backups;

@@ -195,8 +195,7 @@ TEST_CASE("a fungible race's restart budgets run on the ranks: samples past them
   CHECK(censored >= restarts);  // and the tasks the stops cut short
 }
 
-TEST_CASE("quotas with a fungible race run on the ranks: a quota at most its samples",
-          "[mpi]") {
+TEST_CASE("quotas with a fungible race run on the ranks: a quota at most its samples", "[mpi]") {
   // The slowest rank (2) holds a quota of 2 samples, each restarted past 0.75 of its mean; the
   // two faster ranks race. Every result counts, whoever gave it: the quota's samples are
   // numbered 0 and 1, the race's from 2 on.
@@ -267,8 +266,7 @@ TEST_CASE("restart budgets of quotas and of an indexed race run on the ranks", "
   }
 }
 
-TEST_CASE("a plan's retries run on the ranks: a failed task runs again on another rank",
-          "[mpi]") {
+TEST_CASE("a plan's retries run on the ranks: a failed task runs again on another rank", "[mpi]") {
   // Quotas (worker 0 holds 0, 1 and 2), an indexed race, and quotas (worker 0: 0 and 1) beside
   // one: every odd task that rank 1 runs fails once and is retried elsewhere.
   const std::vector<ata::Plan> plans{
@@ -315,8 +313,7 @@ TEST_CASE("a plan's retries run on the ranks: a failed task runs again on anothe
   }
 }
 
-TEST_CASE("a fungible race's retries on the ranks replace a failed sample by the next",
-          "[mpi]") {
+TEST_CASE("a fungible race's retries on the ranks replace a failed sample by the next", "[mpi]") {
   // Rank 1's odd samples fail: 3 + 3 k is odd for every other k. Retries 1 allow B failures.
   ata::FixedPlanPolicy retried("retried race",
                                ata::Plan::race(kWorkers, ata::RaceKind::fungible).set_retries(1));
@@ -416,8 +413,9 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
     }
   };
   const auto one_quota = [] { return ata::Plan::quotas(ata::Allocation({1, 0, 0})); };
-  refused(one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
-          "backups of its own");
+  refused(
+      one_quota().set_racer(1).set_backups(ata::BackupOptions{}.set_mode(ata::BackupMode::copies)),
+      "backups of its own");
 }
 
 namespace {

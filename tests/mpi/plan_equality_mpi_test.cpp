@@ -27,8 +27,9 @@
 // Differences of numbering and bookkeeping, not of behaviour:
 // - in a fungible race the rank back-end numbers worker w's k-th race sample (sum of quotas)
 //   + w + k * n (TaskInput::task), the simulator its race samples in start order; the test
-//   maps one to the other per worker (quota samples have the simulator's numbers on both). The root keeps a fungible race's results in arrival order, the
-//   simulator in finish order: the same order here, as the gates serialise the arrivals;
+//   maps one to the other per worker (quota samples have the simulator's numbers on both). The root
+//   keeps a fungible race's results in arrival order, the simulator in finish order: the same order
+//   here, as the gates serialise the arrivals;
 // - a fungible race's stopped copies drop their results on their rank and are absent from
 //   report.tasks (on threads they are discarded records); the gates' log shows their stop;
 // - the racer giving the B-th result may start one more sample before the root's stop reaches

@@ -121,11 +121,9 @@ TEST_CASE("quotas with a fungible race: each quota at most its samples, racers u
   constexpr std::size_t kWorkers = 3;
   constexpr std::size_t kBatch = 6;
   rt::WorkerPool pool(kWorkers);
-  ata::FixedPlanPolicy policy("mixed", ata::Plan(kWorkers)
-                                           .set_quota(0, 2)
-                                           .set_quota(2, 1)
-                                           .set_racer(1)
-                                           .set_race_kind(ata::RaceKind::fungible));
+  ata::FixedPlanPolicy policy(
+      "mixed", ata::Plan(kWorkers).set_quota(0, 2).set_quota(2, 1).set_racer(1).set_race_kind(
+                   ata::RaceKind::fungible));
   rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   for (int round = 0; round < 5; ++round) {
     auto [values, report] = scheduler.run(kBatch, [](const rt::TaskContext& ctx) {
