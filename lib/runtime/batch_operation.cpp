@@ -262,12 +262,18 @@ void BatchOperation::submit_now() {
         }
         const std::size_t retries = plan.retries().value_or(options.retries());
         // Quotas on a pool with a caller lane are tracked too, whatever their backups, so that
-        // the caller may take over the shares of lanes that have not reached the batch.
-        const bool caller_takes_over =
-            blocking_ && dispatch == Dispatch::allocated && core.caller_lane() < workers;
+        // the caller may take over the shares of lanes that have not reached the batch. Not a
+        // batch the caller runs alone: nothing to take over, and no other worker with a role
+        // that could hedge it (BackupWorker::available).
+        const bool caller_alone = blocking_ && dispatch == Dispatch::allocated &&
+                                  core.caller_lane() < workers &&
+                                  plan.quotas()[core.caller_lane()] == batch_;
+        const bool caller_takes_over = blocking_ && dispatch == Dispatch::allocated &&
+                                       core.caller_lane() < workers && !caller_alone;
         const bool recovers = retries > 0 || plan.has_restarts();
+        const bool hedged = backups.enabled() && !caller_alone;
         const bool tracked = !fungible && (dispatch == Dispatch::mixed || caller_takes_over ||
-                                           backups.enabled() || recovers);
+                                           hedged || recovers);
         if (tracked || (fungible && recovers)) {
           recovery.emplace();
           recovery->backups = backups;
