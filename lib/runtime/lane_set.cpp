@@ -70,8 +70,8 @@ void Lane::pause(Clock::duration delay, const std::stop_token& stop) {
   // learns how late its waits wake (a running mean) and wakes that much before the end, so
   // that delays average their draws; each may end early or late by the lateness's spread.
   // At most half a delay is taken off, so none ends before its half; and a wake-up later than
-  // that counts as half a delay, so that one wait a busy machine delays by milliseconds does not
-  // make the next dozen wake early.
+  // a whole delay counts as one delay, so that one wait a busy machine delays by milliseconds
+  // does not make the next dozen wake early.
   const auto start = Clock::now();
   const auto wake = start + delay - std::min(wake_lateness_, delay / 2);
   {
@@ -80,7 +80,7 @@ void Lane::pause(Clock::duration delay, const std::stop_token& stop) {
   }
   constexpr int kWeight = 8;  // about the last 8 waits
   if (!stop.stop_requested()) {
-    const auto lateness = std::min<Clock::duration>(Clock::now() - wake, delay / 2);
+    const auto lateness = std::min<Clock::duration>(Clock::now() - wake, delay);
     wake_lateness_ += (lateness - wake_lateness_) / kWeight;
   }
 }
