@@ -72,6 +72,12 @@ TEST_CASE("a sleep-slowdown worker's measured durations match its model's draws"
   CHECK(mean < 2.4);
 }
 
+// Not under AddressSanitizer: there the lane's wake-ups of a 100 us delay are often 50 to 100 us
+// late and its own code around each wait is microseconds slower, so with the rest of the suite
+// beside it the lane erred by 11.8 and 13.3 us against this thread's 19 and 18.4 us in two
+// fresh-clone CI runs (it passed alone: 8 of 8, and 6 of 6 beside two yes processes). Timing of
+// microseconds is the release run's to check; the ASan run checks memory.
+#ifndef __SANITIZE_ADDRESS__
 TEST_CASE("a sleep slowdown's short delays average their draws", "[runtime][slowdown]") {
   // Delays of 100 us, which a plain timed wait overruns by a fifth on a 2-vCPU machine: the
   // lane learns its wake-up lateness and takes it off, this thread's own sleeps do not. Both
@@ -122,6 +128,7 @@ TEST_CASE("a sleep slowdown's short delays average their draws", "[runtime][slow
 #endif
   CHECK(learned);
 }
+#endif
 
 TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]") {
   rt::PoolOptions options(2);
