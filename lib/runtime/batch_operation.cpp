@@ -265,11 +265,10 @@ void BatchOperation::submit_now() {
         // the caller may take over the shares of lanes that have not reached the batch. Not a
         // batch the caller runs alone: nothing to take over, and no other worker with a role
         // that could hedge it (BackupWorker::available).
-        const bool caller_alone = blocking_ && dispatch == Dispatch::allocated &&
-                                  core.caller_lane() < workers &&
-                                  plan.quotas()[core.caller_lane()] == batch_;
-        const bool caller_takes_over = blocking_ && dispatch == Dispatch::allocated &&
-                                       core.caller_lane() < workers && !caller_alone;
+        const bool caller_quotas =
+            blocking_ && dispatch == Dispatch::allocated && core.caller_lane() < workers;
+        const bool caller_alone = caller_quotas && plan.quotas()[core.caller_lane()] == batch_;
+        const bool caller_takes_over = caller_quotas && !caller_alone;
         const bool recovers = retries > 0 || plan.has_restarts();
         const bool hedged = backups.enabled() && !caller_alone;
         const bool tracked = !fungible && (dispatch == Dispatch::mixed || caller_takes_over ||
