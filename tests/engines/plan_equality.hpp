@@ -27,6 +27,14 @@
 // left sometimes waited past the test's patience for a thread (a worker unused by the plan
 // released first made it likely).
 //
+// A returned copy is not yet a counted result: the runtime counts it after the task returns.
+// Where the worker starts a next copy, that start shows the count happened. A quota worker's
+// last result in a fungible race shows nothing, and a later result counted before it would
+// change which is the B-th (seen under load: a racer then started one sample more). So a
+// trailer batch (one gated task per worker) is queued behind the plan's, with the holders still
+// in place: a lane starts its trailer only once its share of the plan's batch is over, after
+// its last count, and the test waits for that start before it opens the next gate.
+//
 // What is compared:
 // - every copy each worker started, in order: (worker, task) as the simulator's copy log has
 //   them. For a fungible race the thread runtime numbers tasks from a counter in start order
@@ -198,30 +206,37 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
   // The plan alone, as the simulator runs it: none of the scheduler's default backups.
   rt::BatchScheduler scheduler(lanes, policy, ata::testing::without_backups());
   Gates holders(n);
+  Gates trailers(n);
   const auto gated = [&gates](const rt::TaskContext& ctx) {
     const bool stopped = gates.pass(ctx);
     return Ran{ctx.worker(), ctx.task(), stopped};
   };
   std::future<rt::BatchResult<Ran>> holding;
   std::future<rt::BatchResult<Ran>> tested;
+  std::future<rt::BatchResult<Ran>> trailing;
   // Whatever happens below, every gate opens before the batches are waited for.
   struct OpenAll {
     Gates& a;
     Gates& b;
+    Gates& c;
     ~OpenAll() {
       a.open_all();
       b.open_all();
+      c.open_all();
     }
   };
-  std::string problem;
-  {
-    const OpenAll open_all{holders, gates};
-    holding = std::async(std::launch::async, [&] {
-      return scheduler.run(n, [&holders](const rt::TaskContext& ctx) {
-        (void)holders.pass(ctx);
+  const auto run_gated_by = [&scheduler, n](Gates& by) {
+    return std::async(std::launch::async, [&scheduler, &by, n] {
+      return scheduler.run(n, [&by](const rt::TaskContext& ctx) {
+        (void)by.pass(ctx);
         return Ran{ctx.worker(), ctx.task(), false};
       });
     });
+  };
+  std::string problem;
+  {
+    const OpenAll open_all{holders, gates, trailers};
+    holding = run_gated_by(holders);
     for (std::size_t i = 0; i < n && problem.empty(); ++i) {
       if (!holders.await_starts(i, 1)) {
         problem = "the holder of worker " + std::to_string(i) + " never started";
@@ -236,6 +251,11 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
     if (!eventually([&] { return lanes.queued_chunks() == used; }, kPatience)) {
       return std::to_string(lanes.queued_chunks()) + " chunks queued for the batch's " +
              std::to_string(used) + " lanes";
+    }
+    trailing = run_gated_by(trailers);
+    if (!eventually([&] { return lanes.queued_chunks() == used + n; }, kPatience)) {
+      return std::to_string(lanes.queued_chunks()) + " chunks queued for the batch's " +
+             std::to_string(used) + " lanes and the trailer's " + std::to_string(n);
     }
     // t = 0: the first starts, one worker at a time, in worker order.
     std::vector<std::size_t> seen(n, 0);  // starts each worker made so far
@@ -276,6 +296,9 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
                  gates.describe();
         }
         ++seen[w];
+      } else if (fungible(c.plan) && !c.plan.is_racer(w) && !trailers.await_starts(w, 1)) {
+        return "worker " + std::to_string(w) + " never left the batch after its last result " +
+               to_string(key) + "; " + gates.describe();
       }
     }
     // A fungible race: what still runs must stop on its own, at the stop request.
@@ -297,6 +320,7 @@ inline std::string drive(rt::Lanes& lanes, const PlanCase& c, const Expected& e,
   }
   result = tested.get();
   (void)holding.get();
+  (void)trailing.get();
   return "";
 }
 
