@@ -57,9 +57,6 @@ std::optional<ml::TrainingOptions> options(int argc, char** argv) {
 }
 
 void check_cluster(const ml::TrainingConfig& config) {
-  if (config.backups.enabled()) {
-    throw InvalidArgument("--backups: not available over MPI (ranks are stalled or lost instead)");
-  }
   if (config.scenario.workers() != worker_ranks()) {
     throw InvalidArgument(
         "scenario " + config.scenario.name() + " has " + std::to_string(config.scenario.workers()) +
@@ -79,6 +76,7 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   const auto policy = make_policy(strategy, worker_ranks(), policy_options);
   mpi::RankOptions rank_options;
   rank_options.lost_workers = g_lost_workers;
+  rank_options.backups = config.backups;
   mpi::RankScheduler root(MPI_COMM_WORLD, *policy, rank_options);
   runtime::TraceRecorder recorder(config.traced_rounds, config.traced_rounds);
   if (config.traced_rounds > 0) root.set_observer(&recorder);

@@ -10,8 +10,11 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/error.hpp"
+#include "ata/runtime/batch_options.hpp"
 #include "wire.hpp"
 
 namespace ata::mpi {
@@ -78,6 +81,11 @@ struct Share {
   // Sent while its rank still had a share: its answer waits behind that one, so its time is
   // no sample of the link.
   bool queued = false;
+  // Task time its rank reported so far (answered tasks and restarted attempts): the rest of
+  // the time to its last answer is the link's.
+  nanoseconds computed{0};
+  // A task of it was withdrawn (its rank's time for it is not reported): no round-trip sample.
+  bool altered = false;
 };
 
 // The last share sent to a rank, so that even its late answer is a round-trip sample.
@@ -226,18 +234,18 @@ struct RankScheduler::State {
     return out;
   }
 
-  // A share (`streamed` false: the tasks `numbers`, answered together), or the samples of a
-  // fungible race, each answered as it ends: the quota's `numbers`, then, if `races`, the race's
-  // numbers from `race_first` on, a stride of the worker count apart. `restart_after`: each
-  // sample's budget in seconds (+infinity: none).
-  Bytes work_message(bool streamed, const std::string& task, std::vector<std::size_t> numbers,
-                     const Bytes& input,
+  // A share (the tasks `numbers`, answered together or, in a hedged batch, each as it ends), or
+  // the samples of a fungible race (wire::Answers::greedy), each answered as it ends: the
+  // quota's `numbers`, then, with `race_first`, the race's numbers from it on, a stride of the
+  // worker count apart. `restart_after`: each sample's budget in seconds (+infinity: none).
+  Bytes work_message(wire::Answers answers, const std::string& task,
+                     std::vector<std::size_t> numbers, const Bytes& input,
                      double restart_after = std::numeric_limits<double>::infinity(),
                      std::optional<std::size_t> race_first = std::nullopt) const {
     wire::Writer w;
     w.u64(round);
     w.u64(batch_id);
-    w.u64(streamed ? 1 : 0);
+    w.u64(static_cast<std::uint64_t>(answers));
     // Stride 0: no race after the quota; else the last number is the race's first.
     w.u64(race_first ? workers : 0);
     if (race_first) numbers.push_back(*race_first);
@@ -377,6 +385,7 @@ RankScheduler::RankScheduler(MPI_Comm comm, Policy& policy, RankOptions options)
         "rank options need deadline_factor > 0, deadline_floor >= 0, "
         "first_deadline > 0 and give_up_after > 0");
   }
+  [[maybe_unused]] const BackupRule validated(options.backups);  // throws for bad settings
   state_ = new State;
   state_->comm = comm;
   state_->policy = &policy;
@@ -463,10 +472,17 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   // results will do. Quota ranks run their quota's samples, racers race after theirs.
   const bool fungible = !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
   const bool indexed = !plan.racers().empty() && plan.race_kind() == RaceKind::indexed;
-  if (plan.backups()) {
-    throw Error("policy '" + std::string(s.policy->name()) +
-                "' planned backups of its own, which the rank back-end does not run");
+  // The plan's backups, else the scheduler's (RankOptions::backups). They hedge quotas and
+  // indexed races; a fungible race needs none, any sample will do, as in the simulator and on
+  // threads. (Overdue shares go elsewhere whatever the plan.)
+  BackupOptions backup_options = plan.backups().value_or(s.options.backups);
+  if (!backup_options.min_overdue) {
+    backup_options.min_overdue =
+        std::chrono::duration<double>(runtime::SchedulerOptions::kDefaultMinOverdue).count();
   }
+  const BackupRule rule(backup_options);
+  const bool hedging = rule.options().enabled() && !fungible;
+  const wire::Answers answers = hedging ? wire::Answers::each : wire::Answers::together;
   // Each task may fail `retries` times (a fungible race: retries x B failures in all, a failed
   // sample replaced by the next), as on threads.
   const std::size_t retries = plan.retries().value_or(0);
@@ -496,7 +512,21 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   std::vector<nanoseconds> accepted_time(batch);
   std::vector<nanoseconds> accepted_start(batch, runtime::TaskRecord::kUnmeasured);
   std::size_t finished = 0;
-  std::vector<Share> shares;            // allocated mode: outstanding shares
+  std::vector<Share> shares;  // allocated mode: outstanding shares, in sending order
+  // Hedged: when each rank's running task started, as the root can tell (a share's arrival, or
+  // the rank's last answer: it starts its next task as it sends one).
+  std::vector<Clock::time_point> running_since(n, start);
+  const auto has_share = [&](std::size_t w) {
+    return std::any_of(shares.begin(), shares.end(),
+                       [&](const Share& sh) { return sh.worker == w; });
+  };
+  // Sends `numbers` to `w` as a share (`queued`: behind another of its shares) and keeps it.
+  const auto send_share = [&](std::size_t w, std::vector<std::size_t> numbers,
+                              bool queued) -> Share& {
+    if (!has_share(w)) running_since[w] = Clock::now() + span(s.link_seconds(w) / 2);
+    s.send(w, wire::kWork, s.work_message(answers, task, numbers, input, plan.restart_after(w)));
+    return shares.emplace_back(s.share(w, std::move(numbers), queued));
+  };
   std::vector<bool> started(n, false);  // fungible: ranks computing this round
   std::vector<std::size_t> answered_samples(n, 0);  // fungible: results received per rank
   std::vector<Clock::time_point> started_at(n, start);
@@ -505,11 +535,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   // and in the order the racers become free.
   std::size_t next_claim = batch;
   const auto claim_if_free = [&](std::size_t w) {
-    const bool busy =
-        std::any_of(shares.begin(), shares.end(), [&](const Share& sh) { return sh.worker == w; });
-    if (next_claim >= batch || !s.usable(w) || !plan.is_racer(w) || busy) return;
-    s.send(w, wire::kWork, s.work_message(false, task, {next_claim}, input, plan.restart_after(w)));
-    shares.push_back(s.share(w, {next_claim}, false));
+    if (next_claim >= batch || !s.usable(w) || !plan.is_racer(w) || has_share(w)) return;
+    send_share(w, {next_claim}, false);
     ++next_claim;
   };
   // A fungible race's results still missing, `missing`, arrive at the racers' summed rates: the
@@ -555,9 +582,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       started[w] = true;
       const auto race_first =
           plan.is_racer(w) ? std::optional(race_numbers_from + w) : std::nullopt;
-      s.send(
-          w, wire::kWork,
-          s.work_message(true, task, std::move(quota), input, plan.restart_after(w), race_first));
+      s.send(w, wire::kWork,
+             s.work_message(wire::Answers::greedy, task, std::move(quota), input,
+                            plan.restart_after(w), race_first));
     }
     // A ping would end a racer's round: only the lost ranks get one.
     s.send_pings(input, started);
@@ -589,8 +616,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     }
     for (std::size_t w = 0; w < n; ++w) {
       if (per[w].empty()) continue;
-      s.send(w, wire::kWork, s.work_message(false, task, per[w], input, plan.restart_after(w)));
-      shares.push_back(s.share(w, per[w], false));
+      send_share(w, per[w], false);
     }
     // The racers' first claims, in worker order, as the simulator starts them at t = 0.
     for (const std::size_t w : plan.racers()) claim_if_free(w);
@@ -600,8 +626,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
 
   auto last_progress = Clock::now();
-  std::vector<std::pair<std::size_t, double>> restarted;  // tasks stopped at their budget
-  std::vector<nanoseconds> restarted_since_answer(n, nanoseconds{0});  // per rank
+  // Copies stopped before their end (at their budget, or withdrawn): censored observations.
+  std::vector<std::pair<std::size_t, double>> censored;
   std::vector<std::size_t> unassigned;  // allocated mode, every rank lost: tasks waiting
   if (!fungible && shares.empty()) {
     for (std::size_t t = 0; t < batch; ++t) unassigned.push_back(t);
@@ -614,6 +640,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       const auto at = std::find(it->numbers.begin(), it->numbers.end(), number);
       if (it->worker != failed || at == it->numbers.end()) continue;
       it->numbers.erase(at);
+      it->altered = true;
       if (it->numbers.empty()) shares.erase(it);
       break;
     }
@@ -632,10 +659,108 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       unassigned.push_back(number);  // every rank lost: it waits for one, as a share does
       return;
     }
-    s.send(best, wire::kWork,
-           s.work_message(false, task, {number}, input, plan.restart_after(best)));
-    shares.push_back(s.share(best, {number}, load[best] > 0));
+    send_share(best, {number}, load[best] > 0);
     if (indexed) claim_if_free(failed);  // its claim failed: it is free for the next
+  };
+  // A share's task answered by its rank: out of the share, its time counted. The share's last
+  // answer, beyond the task times its rank measured, is a round trip of the link (unless the
+  // share waited behind another, or lost a task to a withdrawal).
+  const auto answer_share = [&](std::size_t w, std::size_t number, nanoseconds took) {
+    for (Share& sh : shares) {
+      const auto at = std::find(sh.numbers.begin(), sh.numbers.end(), number);
+      if (sh.worker != w || at == sh.numbers.end()) continue;
+      sh.numbers.erase(at);
+      sh.computed += took;
+      if (sh.numbers.empty() && !sh.queued && !sh.altered) {
+        s.learn_round_trip(w, seconds(last_progress - sh.sent) - seconds(sh.computed));
+      }
+      return;
+    }
+  };
+  // The tasks outstanding on each rank, in the order it runs them (its shares in sending order):
+  // the first is running, the rest unstarted.
+  std::vector<std::vector<std::size_t>> queue(n);
+  const auto fill_queues = [&] {
+    for (auto& q : queue) q.clear();
+    for (const Share& sh : shares) {
+      queue[sh.worker].insert(queue[sh.worker].end(), sh.numbers.begin(), sh.numbers.end());
+    }
+  };
+  // Hedged: task `number` out of `w`'s shares, and `w` told to skip it, or stop it if it runs.
+  const auto withdraw = [&](std::size_t w, std::size_t number) {
+    for (Share& sh : shares) {
+      const auto at = std::find(sh.numbers.begin(), sh.numbers.end(), number);
+      if (sh.worker != w || at == sh.numbers.end()) continue;
+      sh.numbers.erase(at);
+      sh.altered = true;
+    }
+    wire::Writer message;
+    message.u64(s.batch_id);
+    message.u64(number);
+    s.send(w, wire::kWithdraw, std::move(message.buffer()));
+  };
+  // Hedged: running copies withdrawn whose rank has not said yet how long they ran
+  // (kWithdrawn): (worker, task, since when it ran).
+  std::vector<std::tuple<std::size_t, std::size_t, Clock::time_point>> stopping;
+  // Hedged: task `number` has its result from `winner`: its other copies are withdrawn.
+  const auto withdraw_copies = [&](std::size_t number, std::size_t winner) {
+    fill_queues();
+    for (std::size_t w = 0; w < n; ++w) {
+      const auto& q = queue[w];
+      if (w == winner || std::find(q.begin(), q.end(), number) == q.end()) continue;
+      if (q.front() == number) {
+        stopping.emplace_back(w, number, running_since[w]);
+        running_since[w] = Clock::now();  // its next task starts about now
+      }
+      withdraw(w, number);
+    }
+    std::erase_if(shares, [](const Share& sh) { return sh.numbers.empty(); });
+  };
+  // Hedged: asks the plan's backup rule what the free ranks should do, does it, and returns how
+  // long until a running copy may become overdue (at most kLongestNap).
+  std::vector<BackupWorker> view(n);
+  std::vector<std::size_t> copies_of(batch);
+  const auto hedge = [&]() -> Clock::duration {
+    for (;;) {
+      const auto now = Clock::now();
+      fill_queues();
+      std::fill(copies_of.begin(), copies_of.end(), 0);
+      for (const auto& q : queue) {
+        for (const std::size_t t : q) ++copies_of[t];
+      }
+      {
+        std::lock_guard lock(s.policy->mutex());
+        for (std::size_t w = 0; w < n; ++w) {
+          const auto& stats = s.policy->stats(w);
+          view[w].mean = stats.count() > 0 ? stats.mean() : 0.0;
+        }
+      }
+      for (std::size_t w = 0; w < n; ++w) {
+        BackupWorker& v = view[w];
+        v.running = s.usable(w) && !queue[w].empty();
+        v.unstarted = v.running ? queue[w].size() - 1 : 0;
+        v.elapsed = v.running ? std::max(0.0, seconds(now - running_since[w])) : 0.0;
+        v.copies = v.running ? copies_of[queue[w].front()] : 0;
+        v.available = (plan.quotas()[w] > 0 || plan.is_racer(w)) && s.usable(w) &&
+                      queue[w].empty() && (!indexed || next_claim >= batch);
+        v.stalled = false;
+      }
+      const BackupAction action = rule.next(view);
+      if (action.kind == BackupAction::Kind::none) {
+        const double wait = rule.time_to_next_overdue(view);
+        return wait < seconds(kLongestNap) ? span(wait) : Clock::duration(kLongestNap);
+      }
+      if (action.kind == BackupAction::Kind::backup) {
+        send_share(action.worker, {queue[action.from].front()}, false);
+        ++report.backup_copies;
+      } else {
+        const std::size_t number = queue[action.from].back();
+        withdraw(action.from, number);
+        std::erase_if(shares, [](const Share& sh) { return sh.numbers.empty(); });
+        send_share(action.worker, {number}, false);
+        ++report.takeovers;
+      }
+    }
   };
   while (finished < batch) {
     if (const auto status = s.poll()) {
@@ -649,9 +774,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         if (fungible && !started[w] && plan.is_racer(w)) {  // it joins the race
           started[w] = true;
           started_at[w] = Clock::now();
-          s.send(
-              w, wire::kWork,
-              s.work_message(true, task, {}, input, plan.restart_after(w), race_numbers_from + w));
+          s.send(w, wire::kWork,
+                 s.work_message(wire::Answers::greedy, task, {}, input, plan.restart_after(w),
+                                race_numbers_from + w));
         }
         if (indexed) claim_if_free(w);
       }
@@ -686,14 +811,32 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         report.tasks.push_back(
             {fungible ? batch + report.tasks.size() : static_cast<std::size_t>(number), w, took,
              false});
-        restarted.emplace_back(w, seconds(took));
+        censored.emplace_back(w, seconds(took));
         ++report.restarts;
-        restarted_since_answer[w] += took;
+        running_since[w] = last_progress;
+        bool running = true;  // the rank's first share holds the restarted task
         for (Share& sh : shares) {
           if (sh.worker != w) continue;
           sh.deadline += took;
           if (sh.expected) *sh.expected += took;
+          if (std::exchange(running, false)) sh.computed += took;
         }
+        continue;
+      }
+      if (status->MPI_TAG == wire::kWithdrawn) {
+        // A copy stopped because another gave its result first (or took it over): its time is
+        // spent, discarded and censored.
+        const std::uint64_t number = in.u64();
+        const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
+        report.busy[w] += took;
+        report.tasks.push_back(
+            {static_cast<std::size_t>(number), w, took, false,
+             std::chrono::duration_cast<nanoseconds>(last_progress - start) - took});
+        censored.emplace_back(w, seconds(took));
+        running_since[w] = last_progress;
+        std::erase_if(stopping, [&](const auto& copy) {
+          return std::get<0>(copy) == w && std::get<1>(copy) == number;
+        });
         continue;
       }
       if (status->MPI_TAG == wire::kFailure) {
@@ -709,6 +852,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         }
         ++failures;
         ++report.retries;
+        running_since[w] = last_progress;
         report.busy[w] += took;
         report.tasks.push_back(
             {fungible ? batch + report.tasks.size() : static_cast<std::size_t>(number), w, took,
@@ -719,18 +863,16 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         }
         continue;
       }
-      std::vector<std::size_t> answered;
+      running_since[w] = last_progress;
       // Where this answer's tasks go (an accepted slot, or a discarded record) and their times,
       // to place them back to back ending at the arrival (set_observer()).
       std::vector<std::pair<nanoseconds*, nanoseconds>> placed;
-      nanoseconds computed{0};
       while (!in.at_end()) {
         const std::uint64_t number = in.u64();
         const nanoseconds took{static_cast<nanoseconds::rep>(in.u64())};
         const auto result = in.bytes();
         report.busy[w] += took;
-        computed += took;
-        answered.push_back(number);
+        if (!fungible) answer_share(w, static_cast<std::size_t>(number), took);
         std::size_t slot = fungible ? finished : static_cast<std::size_t>(number);
         const bool accept = fungible ? finished < batch : (slot < batch && !done[slot]);
         // A quota rank that does not race is done at its quota's last result (its "stopped"
@@ -750,6 +892,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         accepted_time[slot] = took;
         report.allocation.add(w);
         ++finished;
+        if (hedging) withdraw_copies(slot, w);
       }
       auto end = std::chrono::duration_cast<nanoseconds>(last_progress - start);
       for (std::size_t i = placed.size(), discarded = report.tasks.size(); i-- > 0;) {
@@ -757,20 +900,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         // The discarded records are the last ones pushed, in the answer's order.
         *(placed[i].first != nullptr ? placed[i].first : &report.tasks[--discarded].start) = end;
       }
-      // The shares this answer covers are no longer outstanding; its answer's time beyond the
-      // task times the rank measured is the round trip of its link.
-      std::erase_if(shares, [&](const Share& sh) {
-        if (sh.worker != w) return false;
-        const bool covered = std::all_of(sh.numbers.begin(), sh.numbers.end(), [&](std::size_t t) {
-          return std::find(answered.begin(), answered.end(), t) != answered.end();
-        });
-        if (covered && !sh.queued) {
-          s.learn_round_trip(
-              w, seconds(last_progress - sh.sent) - seconds(computed + restarted_since_answer[w]));
-        }
-        return covered;
-      });
-      restarted_since_answer[w] = nanoseconds{0};
+      std::erase_if(shares, [](const Share& sh) { return sh.numbers.empty(); });
       if (indexed) claim_if_free(w);
       continue;
     }
@@ -818,19 +948,15 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         for (std::size_t w = 0; w < n; ++w) {
           if (spread[w].empty()) continue;
           out.backup_tasks += spread[w].size();
-          const bool queued = std::any_of(shares.begin(), shares.end(),
-                                          [&](const Share& sh) { return sh.worker == w; });
-          s.send(w, wire::kWork,
-                 s.work_message(false, task, spread[w], input, plan.restart_after(w)));
+          const bool queued = has_share(w);
+          Share& sh = send_share(w, spread[w], queued);
           // Its deadline counts the tasks it still has before these.
-          auto sh = s.share(w, spread[w], queued);
           if (queued) {
             const auto mean = s.expected_task_seconds(w).value_or(0.0);
             const double ahead = static_cast<double>(load[w] - spread[w].size()) * mean;
             sh.deadline += span(s.options.deadline_factor * ahead);
             if (sh.expected) *sh.expected += span(ahead);
           }
-          shares.push_back(std::move(sh));
         }
       }
     }
@@ -846,9 +972,11 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
           " s in round " + std::to_string(s.round) +
           " (lost ranks: " + (which.empty() ? "none" : which) + ")");
     }
-    // The root must not take a worker's core: it sleeps while no answer is expected.
-    std::this_thread::sleep_for(
-        s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished)));
+    // The root must not take a worker's core: it sleeps while no answer is expected, and no
+    // longer than until a running copy becomes overdue.
+    auto sleep = s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished));
+    if (hedging) sleep = std::min(sleep, std::max<Clock::duration>(hedge(), kShortestSleep));
+    std::this_thread::sleep_for(sleep);
   }
   s.raced = started;
   // Fungible: each rank's task cut short by the stop, a censored observation (as the simulator
@@ -868,6 +996,15 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
       s.send(w, wire::kStop, std::move(stop.buffer()));
     }
   }
+  // Hedged: a withdrawn copy whose rank has not confirmed its stop ran at least until now (its
+  // kWithdrawn will come as a late answer): its time is counted from the root's view.
+  for (const auto& [w, number, since] : stopping) {
+    const auto took = std::chrono::duration_cast<nanoseconds>(Clock::now() - since);
+    report.busy[w] += took;
+    report.tasks.push_back(
+        {number, w, took, false, std::chrono::duration_cast<nanoseconds>(since - start)});
+    censored.emplace_back(w, seconds(took));
+  }
   for (std::size_t t = 0; t < batch; ++t) {
     report.tasks.push_back({t, accepted_on[t], accepted_time[t], true, accepted_start[t]});
   }
@@ -883,7 +1020,7 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
         s.policy->observe(accepted_on[t], std::chrono::duration<double>(accepted_time[t]).count());
       }
       for (const auto& [w, ran] : cut) s.policy->observe_censored(w, ran);
-      for (const auto& [w, ran] : restarted) s.policy->observe_censored(w, ran);
+      for (const auto& [w, ran] : censored) s.policy->observe_censored(w, ran);
     } catch (...) {
       report.learning_error = std::current_exception();
     }

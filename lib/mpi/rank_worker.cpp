@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -38,21 +39,21 @@ bool message_waiting(MPI_Comm comm) {
 
 enum class Delayed { done, stopped, past_budget };
 
-// The slowdown's delay; it ends early at the task's restart budget, and in greedy mode when
-// the root has sent anything (the round's stop or the next round: the task is dropped).
-Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length, MPI_Comm comm,
-              bool interruptible, Clock::time_point budget_end) {
+// The slowdown's delay; it ends early at the task's restart budget, and when `interrupted`
+// (if set) says the task's result is no longer wanted.
+Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length,
+              const std::function<bool()>& interrupted, Clock::time_point budget_end) {
   if (length <= std::chrono::nanoseconds{0}) return Delayed::done;
   const auto end = Clock::now() + length;
   const bool burn = slowdown.kind() == runtime::Slowdown::Kind::burn;
-  if (!interruptible && !burn && budget_end >= end) {
+  if (!interrupted && !burn && budget_end >= end) {
     std::this_thread::sleep_for(length);
     return Delayed::done;
   }
   constexpr auto kSlice = std::chrono::milliseconds(1);
   for (auto now = Clock::now(); now < end; now = Clock::now()) {
     if (now >= budget_end) return Delayed::past_budget;
-    if (interruptible && message_waiting(comm)) return Delayed::stopped;
+    if (interrupted && interrupted()) return Delayed::stopped;
     if (!burn) {
       std::this_thread::sleep_for(std::min<Clock::duration>({kSlice, end - now, budget_end - now}));
     }
@@ -64,6 +65,7 @@ struct Work {
   std::uint64_t round = 0;  // the policy's: tasks and slowdowns draw by it
   std::uint64_t batch = 0;  // echoed in every answer (the root's batch id)
   bool greedy = false;      // a fungible race's samples, each answered as it ends
+  bool each = false;        // a hedged share: each task answered as it ends, or withdrawn
   // Greedy: 0, the samples are `numbers` (a quota's); else the last of `numbers` is the race's
   // first, and the race's numbers advance by `stride` (the worker count).
   std::uint64_t stride = 0;
@@ -108,33 +110,45 @@ class Worker {
 
   // One task with its slowdown, its result written to `out`, or, past `budget` (restarted), a
   // kRestarted message sent with its number and running time; dropped when a greedy round was
-  // stopped meanwhile (the task's result is then dropped).
+  // stopped meanwhile, or the task was withdrawn from a hedged share (its result is then
+  // dropped; a withdrawn task's time is sent as kWithdrawn).
   Ran run_one(const Work& w, const TaskFunction& f, std::uint64_t number, wire::Writer& out,
               std::optional<std::chrono::nanoseconds> budget) {
     const auto start = Clock::now();
     const auto budget_end = budget ? start + *budget : Clock::time_point::max();
     TaskInput in{w.round, number, w.input, {}};
+    std::function<bool()> interrupted;
     if (w.greedy) {
-      in.stop = [this, budget_end] {
-        return Clock::now() >= budget_end || message_waiting(comm_);
+      interrupted = [this] { return message_waiting(comm_); };
+    } else if (w.each) {
+      interrupted = [this, &w, number] { return withdrawn(w.batch, number); };
+    }
+    if (interrupted || budget) {
+      in.stop = [&interrupted, budget_end] {
+        return Clock::now() >= budget_end || (interrupted && interrupted());
       };
-    } else if (budget) {
-      in.stop = [budget_end] { return Clock::now() >= budget_end; };
     }
     Bytes result;
     for (std::size_t r = 0; r < slowdown_.repetitions(); ++r) result = f(in);
     const Delayed delayed =
-        delay(slowdown_, slowdown_.draw(w.round, rng_), comm_, w.greedy, budget_end);
-    if (delayed == Delayed::stopped) return Ran::dropped;
+        delay(slowdown_, slowdown_.draw(w.round, rng_), interrupted, budget_end);
     const auto now = Clock::now();
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(now - start);
+    // A stopped task's number and running time, under `tag`.
+    const auto send_stopped = [&](wire::Tag tag) {
+      wire::Writer stopped;
+      stopped.u64(w.batch);
+      stopped.u64(number);
+      stopped.u64(static_cast<std::uint64_t>(took.count()));
+      send(stopped, tag);
+    };
+    if (delayed == Delayed::stopped || (w.each && withdrawn(w.batch, number))) {
+      if (w.each) send_stopped(wire::kWithdrawn);
+      return Ran::dropped;
+    }
     // Past its budget, whatever it ended with is discarded, as on threads.
     if (delayed == Delayed::past_budget || now >= budget_end) {
-      wire::Writer restarted;
-      restarted.u64(w.batch);
-      restarted.u64(number);
-      restarted.u64(static_cast<std::uint64_t>(took.count()));
-      send(restarted, wire::kRestarted);
+      send_stopped(wire::kRestarted);
       return Ran::restarted;
     }
     if (in.stop_requested()) return Ran::dropped;  // ended after the round did: surplus
@@ -186,6 +200,21 @@ class Worker {
       report_failure(w, wire::kNoNumber, std::chrono::nanoseconds{0}, e);
       return;
     }
+    if (w.each) {
+      // A hedged share: each result goes at once, so that the root sees which task runs here
+      // and how long; a task withdrawn before it starts is skipped.
+      for (const std::uint64_t number : w.numbers) {
+        if (withdrawn(w.batch, number)) continue;
+        wire::Writer one;
+        one.u64(w.batch);
+        Ran ran = Ran::dropped;
+        const bool ended = attempt(
+            w, number, [&](auto budget) { return ran = run_one(w, *f, number, one, budget); });
+        if (!ended && !w.keep_going) return;
+        if (ended && ran == Ran::sent) send(one, wire::kResults);
+      }
+      return;
+    }
     if (!w.greedy) {
       wire::Writer out;
       out.u64(w.batch);
@@ -222,10 +251,39 @@ class Worker {
   }
 
  private:
+  // Whether the root withdrew task `number` of batch `batch` (kWithdraw): receives the
+  // withdrawals waiting, leaving every other message queued. Those of other batches are stale.
+  bool withdrawn(std::uint64_t batch, std::uint64_t number) {
+    for (;;) {
+      int found = 0;
+      MPI_Message message;
+      MPI_Status status;
+      MPI_Improbe(0, wire::kWithdraw, comm_, &found, &message, &status);
+      if (!found) break;
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      Bytes buffer(static_cast<std::size_t>(count));
+      MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+      wire::Reader in(buffer);
+      const std::uint64_t of = in.u64();
+      const std::uint64_t task = in.u64();
+      if (of != withdrawn_batch_) {
+        withdrawn_.clear();
+        withdrawn_batch_ = of;
+      }
+      withdrawn_.push_back(task);
+    }
+    if (batch != withdrawn_batch_) return false;
+    return std::find(withdrawn_.begin(), withdrawn_.end(), number) != withdrawn_.end();
+  }
+
   MPI_Comm comm_;
   const TaskRegistry& tasks_;
   const runtime::Slowdown& slowdown_;
   models::Rng rng_;
+  // The withdrawn tasks of the last batch that withdrew any (earlier ones' are stale).
+  std::uint64_t withdrawn_batch_ = 0;
+  std::vector<std::uint64_t> withdrawn_;
 };
 
 }  // namespace
@@ -270,11 +328,23 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOp
       MPI_Send(buffer.data(), count, MPI_BYTE, 0, wire::kPong, comm);
       continue;
     }
-    if (status.MPI_TAG != wire::kWork) continue;  // a stop for a greedy round already over
+    // A stop for a greedy round already over, or a withdrawal for a share already run.
+    if (status.MPI_TAG != wire::kWork) continue;
     Work w;
     w.round = in.u64();
     w.batch = in.u64();
-    w.greedy = in.u64() != 0;
+    switch (static_cast<wire::Answers>(in.u64())) {
+      case wire::Answers::together:
+        break;
+      case wire::Answers::greedy:
+        w.greedy = true;
+        break;
+      case wire::Answers::each:
+        w.each = true;
+        break;
+      default:
+        throw Error("ata::mpi: a share answered in an unknown way");
+    }
     w.stride = in.u64();
     if (const std::uint64_t budget = in.u64(); budget != wire::kNoBudget) {
       w.restart_after = std::chrono::nanoseconds(static_cast<std::int64_t>(budget));

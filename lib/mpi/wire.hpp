@@ -2,10 +2,12 @@
 // The messages between the root and the worker ranks, as flat byte buffers.
 //
 // root -> worker:
-// - kWork (the policy's round, the batch id, greedy?, stride, budget, keep going after a
-//   failure?, task name, task numbers, input; greedy: the quota's numbers, then with a stride
-//   the race's first);
+// - kWork (the policy's round, the batch id, how it is answered (Answers), stride, budget, keep
+//   going after a failure?, task name, task numbers, input; greedy: the quota's numbers, then
+//   with a stride the race's first);
 // - kStop (batch id: a greedy batch has its B results);
+// - kWithdraw (batch id, task number: a hedged batch has that task's result from another rank,
+//   or gave the task to another: skip it, or stop it if it runs);
 // - kShutdown (whether a rank was lost);
 // - kPing (batch id, padding the size of the input).
 // worker -> root, each starting with the batch id it answers (the root drops other batches'):
@@ -13,6 +15,7 @@
 // - kRestarted (number, nanoseconds: a task stopped at its budget, run afresh);
 // - kFailure (task number or kNoNumber, nanoseconds, message);
 // - kStopped (a greedy batch ended here; the rank is alive);
+// - kWithdrawn (number, nanoseconds: a running task stopped by kWithdraw, its result dropped);
 // - kPong (the ping echoed as soon as the rank is not running a share).
 
 #include <cstdint>
@@ -39,7 +42,16 @@ enum Tag : int {
   kStopped = 6,
   kPing = 7,
   kPong = 8,
-  kRestarted = 9
+  kRestarted = 9,
+  kWithdraw = 10,
+  kWithdrawn = 11
+};
+
+// How a rank answers a kWork message's tasks.
+enum class Answers : std::uint64_t {
+  together = 0,  // a share: one kResults with every task, once all ran
+  greedy = 1,    // samples, each answered as it ends, until the root sends anything
+  each = 2,      // a hedged share: each task answered as it ends; kWithdraw skips or stops one
 };
 
 class Writer {

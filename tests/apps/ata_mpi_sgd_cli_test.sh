@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ata-mpi-sgd under mpirun -n 4: a small run writes the JSON of every strategy, pull included;
-# a bad command line or a worker count that is not mpirun's gives one clear line and a
+# ata-mpi-sgd under mpirun -n 4: a small run writes the JSON of every strategy, pull included,
+# and a hedged one runs; a bad command line or a worker count that is not mpirun's gives one clear line and a
 # non-zero exit, without hanging the ranks.
 set -euo pipefail
 mpirun="$1"
@@ -17,6 +17,11 @@ for s in gta ofta uta pull ata ata-e ata-auto; do
   grep -q "\"name\": \"$s\"" "$work/out.json" || fail "JSON lacks strategy $s"
 done
 
+# --backups hedges the allocated strategies over the ranks too (each task answered as it ends).
+run --scenario linear --unit-us 5 --rounds 30 --backups on --strategies ofta,ata \
+  --json "$work/hedged.json" >"$work/out.txt" 2>&1 || fail "--backups on: $(cat "$work/out.txt")"
+grep -q '"backups": "on"' "$work/hedged.json" || fail "JSON lacks the backups"
+
 expect_error() {
   local what="$1"
   shift
@@ -28,6 +33,7 @@ expect_error "--batch" --batch 0
 expect_error "unknown scenario 'nope'" --scenario nope
 expect_error "--lanes, --cpus, --work-factors, --calibration-tasks and --scenario none do not apply to MPI ranks" --lanes asio
 expect_error "do not apply to MPI ranks" --cpus 0,0,1
+expect_error "--backups" --backups sometimes
 
 # --trace: the rank scheduler's observer keeps the first and last rounds, as on threads. Each
 # traced round has its B accepted tasks, each once, on a worker rank's track, and a flow each.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ata/core/backup_rule.hpp"
 #include "ata/core/policy.hpp"
 #include "ata/mpi/task_registry.hpp"
 #include "ata/runtime/observer.hpp"
@@ -19,7 +20,7 @@
 
 namespace ata::mpi {
 
-/// When a rank counts as stalled, and when the whole run gives up.
+/// When a rank counts as stalled, when the whole run gives up, and the default hedging.
 struct RankOptions {
   /// A share of a tasks on rank r is overdue after floor + factor * (a * m + rtt), m being r's
   /// mean task time as learned by the policy (before r has one, the mean of the ranks that
@@ -36,6 +37,16 @@ struct RankOptions {
   /// Workers (rank - 1) already known lost, e.g. by the scheduler before this one: they get no
   /// share until they answer.
   std::vector<std::size_t> lost_workers;
+  /// The backup rule of a batch whose plan sets none (Plan::backups()), as
+  /// runtime::SchedulerOptions::set_backups() on threads; off by default. A hedged batch (quotas
+  /// or an indexed race; a fungible race needs none) has each task answered as it ends, so that
+  /// the root sees which task each rank runs and for how long: a free rank (one done with its
+  /// share) takes over unstarted tasks of a slower rank (mode on) or runs a copy of an overdue
+  /// one, and the first result wins; the other copies are withdrawn, a running one stopped on
+  /// its rank (TaskInput::stop_requested()) and its time reported as discarded and censored.
+  /// An unset min_overdue is runtime::SchedulerOptions::kDefaultMinOverdue (1 ms). Throws
+  /// ata::InvalidArgument from the constructor for settings ata::BackupRule refuses.
+  BackupOptions backups;
 };
 
 /// A rank lost (overdue), slow (its link's round trip alone outlasts the other ranks' shares,
@@ -101,8 +112,9 @@ struct RankBatch {
 /// observation, RoundReport::restarts). A plan's retries (Plan::set_retries) let a task fail
 /// that many times: a share's failed task is sent alone to another rank, a fungible race's
 /// failed sample is replaced by the rank's next (retries x B failures in all); each failed
-/// attempt is a discarded record and counts in RoundReport::retries. Refused (run() throws
-/// ata::Error): a plan with backups of its own (overdue shares are re-run instead).
+/// attempt is a discarded record and counts in RoundReport::retries. Backups (the plan's, else
+/// RankOptions::backups) hedge quotas and indexed races with the rule the threads use: see
+/// RankOptions::backups.
 ///
 /// Open MPI 4.1 reports no failures, so the root uses only non-blocking point-to-point calls
 /// polled against deadlines (RankOptions): a share past its deadline marks its rank stalled,
@@ -139,8 +151,7 @@ class RankScheduler {
   /// Runs `batch` tasks of the registered function `task` on `input`. Throws
   /// ata::InvalidArgument for batch = 0 or after shutdown(), and ata::Error when a task
   /// throws on its rank (the message names the rank and the task's error), when no rank
-  /// answers for RankOptions::give_up_after, or when the policy's plan sets backups of its own,
-  /// which the rank back-end does not run. A task that throws fails the batch unless the plan
+  /// answers for RankOptions::give_up_after. A task that throws fails the batch unless the plan
   /// has retries left for it (see the class). A rank stops a task that has run its restart
   /// budget itself and runs it afresh; the root counts it in RoundReport::restarts and gives
   /// the policy its time as a censored observation.

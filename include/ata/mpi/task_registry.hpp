@@ -26,10 +26,12 @@ struct TaskInput {
   std::size_t task = 0;
   /// The batch's input, the same for every task of the round (for SGD: the current point).
   std::span<const std::byte> input;
-  /// In a fungible race, whether the root has ended the round (its B results are in); empty
-  /// elsewhere, where every task's result counts. A long task may poll stop_requested() and
-  /// return early, as a thread task polls TaskContext::stop_requested(): the result of a task
-  /// that returns after the stop is dropped, never sent.
+  /// Whether this task's result is no longer wanted: in a fungible race, the root has ended the
+  /// round (its B results are in); in a hedged batch (a plan with backups), another copy of the
+  /// task gave its result first; and past the task's restart budget. Empty where every result
+  /// counts. A long task may poll stop_requested() and return early, as a thread task polls
+  /// TaskContext::stop_requested(): the result of a task that returns after the stop is
+  /// dropped, never sent.
   std::function<bool()> stop;
 
   [[nodiscard]] bool stop_requested() const { return stop && stop(); }
