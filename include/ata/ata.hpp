@@ -11,6 +11,7 @@
 #include "ata/core/dynamic_policy.hpp"
 #include "ata/core/error.hpp"
 #include "ata/core/fixed_plan_policy.hpp"
+#include "ata/core/late_binding_rule.hpp"
 #include "ata/core/lower_bound_policy.hpp"
 #include "ata/core/make_policy.hpp"
 #include "ata/core/objective.hpp"

@@ -14,6 +14,7 @@
 
 #include "ata/core/backup_rule.hpp"
 #include "ata/core/error.hpp"
+#include "ata/core/late_binding_rule.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "wire.hpp"
 
@@ -468,6 +469,13 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     s.batch_id = ++batches;
   }
   plan.check(batch, n, s.policy->name());
+  // Late binding (RankOptions::late_binding): a plan of quotas alone is handed out one task at a
+  // time as an indexed race of every rank, paced by ata::reached_by_others. One with backups,
+  // retries or restarts of its own runs as planned (it binds on arrival), as on threads.
+  const bool own_recovery = plan.backups() || plan.retries().value_or(0) > 0 || plan.has_restarts();
+  const bool paced =
+      s.options.late_binding && plan.dispatch() == Dispatch::allocated && !own_recovery;
+  if (paced) plan = Plan::race(n, RaceKind::indexed);
   // A fungible race (with quotas or without): every sample is answered as it ends, and any B
   // results will do. Quota ranks run their quota's samples, racers race after theirs.
   const bool fungible = !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
@@ -534,7 +542,49 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   // racer claims one index at a time, here on the root, so each index is started exactly once
   // and in the order the racers become free.
   std::size_t next_claim = batch;
+  // Late binding: the ranks fastest first (unmeasured first: they get measured), and what the
+  // rule sees of each (means plus the link's round trip: each task crosses it).
+  std::vector<std::size_t> by_speed(n);
+  std::vector<PacedWorker> paced_view(n);
+  if (paced) {
+    std::lock_guard lock(s.policy->mutex());
+    for (std::size_t w = 0; w < n; ++w) {
+      by_speed[w] = w;
+      const auto& stats = s.policy->stats(w);
+      paced_view[w].mean = stats.count() > 0 ? stats.mean() + s.link_seconds(w) : 0.0;
+    }
+    std::stable_sort(by_speed.begin(), by_speed.end(), [&](std::size_t a, std::size_t b) {
+      return paced_view[a].mean < paced_view[b].mean;
+    });
+  }
+  // Late binding: each free rank, fastest first, takes the next index unless the busy ranks
+  // reach every waiting index before it could end one (then it and the slower ones wait).
+  // Returns when to look again while indices wait on a waiting rank: after the fastest waiting
+  // rank's mean (at least kLongestBackoff), as a busy rank's task that runs long lets it in.
+  const auto pace = [&]() -> std::optional<Clock::duration> {
+    const double now = seconds(Clock::now() - s.born);
+    for (std::size_t w = 0; w < n; ++w) {
+      paced_view[w].busy = has_share(w);
+      paced_view[w].started = seconds(running_since[w] - s.born);
+    }
+    for (const std::size_t w : by_speed) {
+      if (next_claim >= batch) return std::nullopt;
+      if (!s.usable(w) || paced_view[w].busy) continue;
+      const std::size_t waiting = batch - next_claim;
+      if (reached_by_others(paced_view, w, now, waiting, 0.0) >= waiting) {
+        return std::max<Clock::duration>(span(paced_view[w].mean), kLongestBackoff);
+      }
+      send_share(w, {next_claim++}, false);
+      paced_view[w].busy = true;
+      paced_view[w].started = seconds(running_since[w] - s.born);
+    }
+    return std::nullopt;
+  };
   const auto claim_if_free = [&](std::size_t w) {
+    if (paced) {
+      (void)pace();
+      return;
+    }
     if (next_claim >= batch || !s.usable(w) || !plan.is_racer(w) || has_share(w)) return;
     send_share(w, {next_claim}, false);
     ++next_claim;
@@ -976,6 +1026,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     // longer than until a running copy becomes overdue.
     auto sleep = s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished));
     if (hedging) sleep = std::min(sleep, std::max<Clock::duration>(hedge(), kShortestSleep));
+    if (paced) {
+      if (const auto again = pace()) sleep = std::min(sleep, *again);
+    }
     std::this_thread::sleep_for(sleep);
   }
   s.raced = started;

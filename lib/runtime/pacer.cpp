@@ -23,7 +23,7 @@ Pacer::Pacer(LaneSet& lanes, DeadlineTimer& timer)
     : lanes_(lanes),
       timer_(&timer),
       lanes_state_(lanes.size()),
-      means_(lanes.size(), 0.0),
+      paced_(lanes.size()),
       by_speed_(lanes.size()) {
   for (std::size_t i = 0; i < by_speed_.size(); ++i) {
     by_speed_[i] = i;
@@ -33,12 +33,12 @@ Pacer::Pacer(LaneSet& lanes, DeadlineTimer& timer)
 
 void Pacer::set_means(std::span<const double> means) {
   std::lock_guard lock(mutex_);
-  for (std::size_t i = 0; i < means_.size() && i < means.size(); ++i) {
-    means_[i] = std::isfinite(means[i]) && means[i] > 0.0 ? means[i] : 0.0;
+  for (std::size_t i = 0; i < paced_.size() && i < means.size(); ++i) {
+    paced_[i].mean = std::isfinite(means[i]) && means[i] > 0.0 ? means[i] : 0.0;
   }
   // Stable: equal lanes keep their index order. Unmeasured lanes (0) come first.
   std::stable_sort(by_speed_.begin(), by_speed_.end(),
-                   [&](std::size_t a, std::size_t b) { return means_[a] < means_[b]; });
+                   [&](std::size_t a, std::size_t b) { return paced_[a].mean < paced_[b].mean; });
 }
 
 void Pacer::submit(const std::shared_ptr<Batch>& batch) {
@@ -64,6 +64,7 @@ void Pacer::submit(const std::shared_ptr<Batch>& batch) {
 void Pacer::run(Lane& lane) noexcept {
   const std::size_t i = lane.index();
   LaneState& me = lanes_state_[i];
+  PacedWorker& paced = paced_[i];
   for (;;) {
     std::shared_ptr<Batch> batch;
     std::size_t task = 0;
@@ -71,13 +72,13 @@ void Pacer::run(Lane& lane) noexcept {
     {
       std::lock_guard lock(mutex_);
       const double now = seconds_now();
-      me.busy = me.pending = false;
+      paced.busy = paced.pending = false;
       me.to_wake.clear();
       if (!lanes_.is_shut_down()) batch = pick(i, now, task);
       me.current = batch;
       if (batch) {
-        me.busy = true;
-        me.started = now;
+        paced.busy = true;
+        paced.started = now;
       } else {
         me.active = false;
       }
@@ -98,7 +99,7 @@ void Pacer::abandon(std::size_t lane, const std::exception_ptr& reason) noexcept
   std::optional<double> recheck;
   {
     std::lock_guard lock(mutex_);
-    lanes_state_[lane].active = lanes_state_[lane].busy = lanes_state_[lane].pending = false;
+    lanes_state_[lane].active = paced_[lane].busy = paced_[lane].pending = false;
     // Its work was dropped unrun (its executor is gone, or its launcher threw): not woken
     // again for these batches, which would post to it again and again.
     lanes_state_[lane].lost = true;
@@ -123,38 +124,10 @@ std::size_t Pacer::prune() noexcept {
   return waiting;
 }
 
-std::size_t Pacer::reached_by_others(std::size_t lane, double now,
-                                     std::size_t waiting) const noexcept {
-  // Not measured: a lane counts on nobody's speed, only on the lanes woken to take a task,
-  // and takes the next task to get measured.
-  const double mine = means_[lane];
-  std::size_t reached = 0;
-  for (std::size_t j = 0; j < lanes_state_.size() && reached < waiting; ++j) {
-    const double theirs = means_[j];
-    if (j == lane || !lanes_state_[j].busy) continue;
-    std::size_t ends = 0;
-    if (mine > 0.0 && theirs > 0.0) {
-      // A task that has run e is expected to run max(m - e, e) more: a task far past its
-      // mean is taken for a long one (or a stuck one), not for one about to end.
-      const double ran = now - lanes_state_[j].started;
-      const double left = mine - std::max(theirs - ran, ran);
-      if (left >= theirs) ends = static_cast<std::size_t>(left / theirs);
-    }
-    // A lane woken to take a task takes one, unless it has not started within the time
-    // this lane would need to run it (and kStartGrace): it waits behind other work (another
-    // scheduler's task, a detached copy), and this lane takes the task rather than wait too.
-    if (lanes_state_[j].pending && now - lanes_state_[j].started < std::max(mine, kStartGrace)) {
-      ends = std::max<std::size_t>(ends, 1);
-    }
-    reached += ends;
-  }
-  return std::min(reached, waiting);
-}
-
 std::shared_ptr<Batch> Pacer::pick(std::size_t lane, double now, std::size_t& task) noexcept {
   for (;;) {
     const std::size_t waiting = prune();
-    std::size_t skip = reached_by_others(lane, now, waiting);
+    std::size_t skip = ata::reached_by_others(paced_, lane, now, waiting, kStartGrace);
     if (skip >= waiting) return nullptr;
     for (const auto& batch : batches_) {
       const std::size_t left = batch->unstarted();
@@ -174,10 +147,10 @@ void Pacer::wake_parked(double now, std::vector<std::size_t>& out) noexcept {
     if (waiting == 0) return;
     LaneState& state = lanes_state_[j];
     if (state.active || state.lost) continue;
-    if (reached_by_others(j, now, waiting) >= waiting) return;
+    if (ata::reached_by_others(paced_, j, now, waiting, kStartGrace) >= waiting) return;
     // Counted as busy from now on, so that the next parked lane is judged with it working.
-    state.active = state.busy = state.pending = true;
-    state.started = now;
+    state.active = paced_[j].busy = paced_[j].pending = true;
+    paced_[j].started = now;
     --waiting;
     out.push_back(j);
   }
@@ -189,7 +162,7 @@ std::optional<double> Pacer::recheck_at(double now) noexcept {
   bool parked = false;
   for (std::size_t j = 0; j < lanes_state_.size(); ++j) {
     if (lanes_state_[j].active || lanes_state_[j].lost) continue;
-    soonest = parked ? std::min(soonest, means_[j]) : means_[j];
+    soonest = parked ? std::min(soonest, paced_[j].mean) : paced_[j].mean;
     parked = true;
   }
   if (!parked || prune() == 0) return std::nullopt;
@@ -250,7 +223,7 @@ void Pacer::queue_on(std::span<const std::size_t> lanes) noexcept {
     {
       std::lock_guard lock(mutex_);
       for (const std::size_t i : lanes) {
-        lanes_state_[i].active = lanes_state_[i].busy = lanes_state_[i].pending = false;
+        lanes_state_[i].active = paced_[i].busy = paced_[i].pending = false;
       }
     }
     fail_all(std::current_exception());

@@ -3,16 +3,12 @@
 // scheduler's batches share, oldest batch first, handed out one task at a time to the lane
 // that should run it.
 //
-// The rule: a free lane i takes the first waiting task that the lanes busy now would not
-// reach before i could finish it. Lane j, busy with a task it started at s_j, is expected
-// free at now + max(m_j - e_j, e_j), e_j = now - s_j (a task that has run long is taken for a
-// long one, or a stuck one, not for one about to end), and then ends a task every m_j, so by now +
-// m_i it ends floor((now + m_i - free_j) / m_j) of the waiting tasks; with r such tasks in all,
-// lane i takes the waiting task at position r, or waits if there are no more than r. A fast lane
-// thus takes the oldest batch's next task, a slow one a task far enough back that its slowness
-// delays nobody. A lane with no learned mean takes the oldest task at once (it gets measured), and
-// a busy one is not counted on to reach any. The means are the policy's (Policy::stats()),
-// refreshed at each submission.
+// The rule (ata::reached_by_others, shared with the MPI ranks): a free lane i takes the first
+// waiting task that the lanes busy now would not reach before i could finish it, or waits if
+// they reach them all. A fast lane thus takes the oldest batch's next task, a slow one a task
+// far enough back that its slowness delays nobody. A lane with no learned mean takes the
+// oldest task at once (it gets measured), and a busy one is not counted on to reach any. The
+// means are the policy's (Policy::stats()), refreshed at each submission.
 //
 // The pacer is a chunk queued on a lane when that lane should work: its run() takes tasks
 // until the rule says wait, then the lane parks. Liveness: the pacer is queued on or running
@@ -37,6 +33,7 @@
 #include <span>
 #include <vector>
 
+#include "ata/core/late_binding_rule.hpp"
 #include "runtime/batch.hpp"
 #include "runtime/deadline_timer.hpp"
 #include "runtime/lane_set.hpp"
@@ -68,10 +65,7 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   struct alignas(64) LaneState {
     QueueEntry entry;
     bool active = false;               // the pacer is queued or running on the lane
-    bool busy = false;                 // running a task since `started`, or woken to start one then
-    bool pending = false;              // woken, its run not started: the rule counts a task for it
     bool lost = false;                 // its run was dropped unrun: not woken until a submission
-    double started = 0.0;              // seconds, steady clock
     std::shared_ptr<Batch> current;    // the batch of the task it runs, for interrupt()
     std::vector<std::size_t> to_wake;  // scratch of the lane's run(), capacity n
   };
@@ -80,10 +74,6 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   // The waiting task lane `lane` should take now: its batch, entered, and `task`; null if it
   // should wait.
   std::shared_ptr<Batch> pick(std::size_t lane, double now, std::size_t& task) noexcept;
-  // The waiting tasks the busy lanes other than `lane` end before `lane` could end one, at
-  // most `waiting`.
-  [[nodiscard]] std::size_t reached_by_others(std::size_t lane, double now,
-                                              std::size_t waiting) const noexcept;
   // Drops the batches that are closed or have no task left, and counts the waiting tasks.
   std::size_t prune() noexcept;
   // Marks active, in `out`, the parked lanes that the rule gives a task now, fastest first.
@@ -117,7 +107,9 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   bool recheck_armed_ = false;                  // guarded by mutex_
   std::deque<std::shared_ptr<Batch>> batches_;  // oldest first
   std::vector<LaneState> lanes_state_;
-  std::vector<double> means_;
+  // Per lane, what the rule sees (seconds on the steady clock): pending is "woken, its run
+  // not started", for which the rule counts a task.
+  std::vector<PacedWorker> paced_;
   std::vector<std::size_t> by_speed_;  // lane indices, unmeasured then fastest first
 };
 

@@ -47,6 +47,16 @@ struct RankOptions {
   /// An unset min_overdue is runtime::SchedulerOptions::kDefaultMinOverdue (1 ms). Throws
   /// ata::InvalidArgument from the constructor for settings ata::BackupRule refuses.
   BackupOptions backups;
+  /// Late binding, as runtime::LateBindingOptions on threads: a batch whose plan is quotas alone
+  /// (no backups, retries or restarts of its own: such a plan runs as planned) is handed out one
+  /// task at a time, an indexed race of every usable rank (RoundReport::dispatch: pull), paced
+  /// by ata::reached_by_others: a free rank, fastest first, takes the next task unless the busy
+  /// ranks would end every waiting task before it could end one (means plus each link's round
+  /// trip, since each task crosses it). The policy still plans each batch (Policy::round()
+  /// advances), and learns from every task as usual. Each task costs its rank a round trip
+  /// idle: worth it when task times vary more than the link's round trip. With `backups` set,
+  /// the paced race is hedged as any indexed race (once every task is handed out).
+  bool late_binding = false;
 };
 
 /// A rank lost (overdue), slow (its link's round trip alone outlasts the other ranks' shares,
