@@ -507,6 +507,11 @@ TEST_CASE("bad uses of the rank back-end are refused clearly", "[mpi][errors]") 
   }
   const auto four = ata::make_policy("uta", kWorkers + 1);
   REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *four), ata::InvalidArgument);
+  // A backup rule the rule itself refuses is refused when the scheduler is built.
+  ata::mpi::RankOptions bad_backups;
+  bad_backups.backups.set_mode(ata::BackupMode::copies).set_threshold_multiple(0.5);
+  REQUIRE_THROWS_AS(ata::mpi::RankScheduler(MPI_COMM_WORLD, *uta, bad_backups),
+                    ata::InvalidArgument);
 }
 
 namespace {
