@@ -41,8 +41,9 @@ nanoseconds thread_cpu() {
 }
 
 // How the root waits for answers without spinning: it sleeps until this share of a share's
-// expected time before its expected answer, then polls, sleeping an eighth of the time it has
-// been waiting past that point, within these bounds.
+// expected time before its expected answer, then halves the time left at each poll, then polls
+// sleeping an eighth of the time it has been waiting past the expected answer, within these
+// bounds.
 constexpr double kEarlyWake = 0.2;
 constexpr auto kShortestSleep = std::chrono::microseconds(50);
 constexpr auto kLongestBackoff = std::chrono::microseconds(200);
@@ -309,12 +310,17 @@ struct RankScheduler::State {
   }
 
   // How long the root sleeps before its next poll: until shortly before the earliest answer
-  // expected, then a backoff from that point (or from the last message, without expectations).
+  // expected; then half the time left to that answer, so that an answer on time is seen within
+  // a few polls and an early one within half its earliness; past it, a backoff from that point
+  // (from the last message, without expectations). The backoff does not restart at each answer:
+  // the answers of a quota batch come close together, and polling each gap afresh from the
+  // shortest sleep cost most of the root's CPU per round.
   // `race_wait`: in a fungible race, how long the results still missing may wait (kRaceWake).
   Clock::duration idle_sleep(const std::vector<Share>& shares, Clock::time_point now,
                              Clock::time_point last_progress,
                              std::optional<Clock::duration> race_wait) const {
     std::optional<Clock::time_point> wake;
+    std::optional<Clock::time_point> next_answer;
     if (race_wait) wake = now + *race_wait;
     Clock::time_point earliest_deadline = now + kLongestNap;
     for (const auto& sh : shares) {
@@ -322,9 +328,13 @@ struct RankScheduler::State {
       if (!sh.expected) continue;
       const auto early = *sh.expected - span(kEarlyWake * seconds(*sh.expected - sh.sent));
       wake = wake ? std::min(*wake, early) : early;
+      next_answer = next_answer ? std::min(*next_answer, *sh.expected) : *sh.expected;
     }
     if (wake && *wake > now + kShortestSleep) return std::min(*wake, earliest_deadline) - now;
-    const auto since = wake ? std::max(*wake, last_progress) : last_progress;
+    if (next_answer && *next_answer > now + 2 * kShortestSleep) {
+      return std::min((*next_answer - now) / 2, earliest_deadline - now);
+    }
+    const auto since = next_answer ? *next_answer : wake ? *wake : last_progress;
     return std::clamp<Clock::duration>((now - since) / 8, kShortestSleep, kLongestBackoff);
   }
 
