@@ -224,34 +224,18 @@ void Batch::run(Lane& worker) noexcept {
   }
   TaskContext ctx(0, worker.index(), stop_.get_token());
   try {
-    switch (mode_) {
-      case Dispatch::allocated:
-        if (tracked_) {
-          run_tracked(worker);
-        } else {
-          run_allocated(worker, ctx);
-        }
-        break;
-      case Dispatch::pull:
-        if (tracked_) {
-          run_tracked(worker);
-        } else {
-          run_pull(worker, ctx);
-          summarise(worker.index());
-        }
-        break;
-      case Dispatch::greedy:
+    if (tracked_) {
+      run_tracked(worker);
+    } else if (mode_ == Dispatch::allocated) {
+      run_allocated(worker, ctx);
+    } else {
+      // An untracked race: indexed (pull), or fungible (greedy, alone or beside quotas).
+      if (mode_ == Dispatch::pull) {
+        run_pull(worker, ctx);
+      } else {
         run_greedy(worker, ctx);
-        summarise(worker.index());
-        break;
-      case Dispatch::mixed:  // tracked, unless its race is fungible
-        if (tracked_) {
-          run_tracked(worker);
-        } else {
-          run_greedy(worker, ctx);
-          summarise(worker.index());
-        }
-        break;
+      }
+      summarise(worker.index());
     }
   } catch (...) {
     decide(Outcome::failed, std::current_exception());
@@ -361,19 +345,11 @@ WorkerStats summary_of(ForEach for_each) {
 void Batch::summarise(std::size_t worker) {
   if (timing_ != Timing::summaries) return;
   WorkerLog& log = logs_[worker];
-  if (mode_ == Dispatch::allocated) {
-    const std::size_t first = first_task_[worker];
-    const std::size_t end = first + allocation_[worker];
-    log.summary = summary_of([&](auto&& visit) {
-      for (std::size_t task = first; task < end; ++task) visit(records_[task].duration);
-    });
-  } else {
-    log.summary = summary_of([&](auto&& visit) {
-      for (const RanTask& r : log.ran) {
-        if (r.slot < kRestarted) visit(r.duration);
-      }
-    });
-  }
+  log.summary = summary_of([&](auto&& visit) {
+    for (const RanTask& r : log.ran) {
+      if (r.slot < kRestarted) visit(r.duration);
+    }
+  });
 }
 
 void Batch::record(std::size_t worker, const RanTask& ran) {
@@ -399,11 +375,7 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   // (each duration is rounded down to the nanosecond, so a start may be early by as many
   // nanoseconds as tasks ran before it in the share).
   std::chrono::nanoseconds start = elapsed(origin_ticks_, since);
-  // Without records there is nothing to summarise afterwards: shifted sums instead (exact for
-  // the first duration), whose moments need no division per task.
-  std::chrono::nanoseconds shift{-1};
-  double sum = 0.0;
-  double squares = 0.0;
+  ShiftedMoments moments;
   for (std::size_t task = first; task < end; ++task) {
     // Only a decided batch requests stop, and its results are not wanted any more.
     if (ctx.stop_requested()) return;
@@ -412,6 +384,7 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
     ++log.settled;
     body_.accept(i, task);
     log.busy += duration;
+    moments.add(duration);
     if (keep_records_) {
       // Field by field: a whole TaskRecord built on the stack and copied stalls the store
       // buffer.
@@ -421,22 +394,9 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
       record.duration = duration;
       record.start = start;
       start += duration;
-    } else {
-      if (shift.count() < 0) shift = duration;
-      const auto d = static_cast<double>((duration - shift).count());
-      sum += d;
-      squares += d * d;
     }
   }
-  if (keep_records_) {
-    summarise(i);
-  } else if (end > first) {
-    constexpr double kSeconds = 1e-9;
-    const double n = static_cast<double>(end - first);
-    const double mean = static_cast<double>(shift.count()) + sum / n;
-    const double m2 = std::max(0.0, squares - sum * sum / n);
-    log.summary = WorkerStats::from_moments(end - first, mean * kSeconds, m2 * kSeconds * kSeconds);
-  }
+  log.summary = moments.stats();
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 

@@ -4,6 +4,7 @@
 // under any other front end: a front end derives from Batch, owns the task body, and is told
 // through on_complete() when the batch is over.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -62,6 +63,30 @@ struct Recovery {
   // Where the batch's tracked state comes from and goes back to when the batch is destroyed;
   // nullptr: a state of its own.
   std::shared_ptr<TrackedStateCache> cache;
+};
+
+// The moments of a lane's task times, summed shifted by the first (exact for it, no division
+// per task), for its summary at the end of its share.
+struct ShiftedMoments {
+  std::int64_t shift = -1;  // the first duration (ns)
+  double sum = 0.0;         // of (duration - shift) in ns
+  double squares = 0.0;
+  std::size_t count = 0;
+  void add(std::chrono::nanoseconds duration) noexcept {
+    if (shift < 0) shift = duration.count();
+    const auto shifted = static_cast<double>(duration.count() - shift);
+    sum += shifted;
+    squares += shifted * shifted;
+    ++count;
+  }
+  [[nodiscard]] WorkerStats stats() const noexcept {
+    if (count == 0) return {};
+    constexpr double kSeconds = 1e-9;
+    const double n = static_cast<double>(count);
+    const double mean = static_cast<double>(shift) + sum / n;
+    const double m2 = std::max(0.0, squares - sum * sum / n);
+    return WorkerStats::from_moments(count, mean * kSeconds, m2 * kSeconds * kSeconds);
+  }
 };
 
 // A stopped copy's running time, for Policy::observe_censored().
@@ -276,10 +301,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // On the timer's thread: stops the copies past their restart budgets, sends an idle lane
   // to help, or re-arms.
   void on_timer() noexcept;
-  // The least time until a running copy reaches its lane's restart budget (+infinity: none).
-  [[nodiscard]] double time_to_next_restart() const noexcept;
-  // Requests stop of every running copy that has run its lane's restart budget.
-  void request_restarts() noexcept;
+  // The least time until a running copy reaches its lane's restart budget (+infinity: none);
+  // with `request`, first requests stop of every copy that has run its budget.
+  double restarts_due(bool request) noexcept;
   // Lane `lane`'s restart budget for its next or running copy (Plan::restart_budget).
   [[nodiscard]] double restart_budget(std::size_t lane) const noexcept;
   // Queues this batch on `lane` again (its entry is free), with nothing locked.
@@ -326,9 +350,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
                                                  TaskClock::Ticks end) const noexcept {
     return clock_.to_duration(end > since ? end - since : 0);
   }
-  // Under Timing::summaries, on the worker once its tasks have run: summarises the times of
-  // the tasks it ran and kept (two passes over its own records: the exact integer sum, then
-  // the squared deviations from the mean), so that no arithmetic is added per task.
+  // A race under Timing::summaries, on the worker once its tasks have run: summarises the
+  // times of the tasks it ran and kept (two passes over its own log: the exact integer sum,
+  // then the squared deviations from the mean), so that no arithmetic is added per task.
   void summarise(std::size_t worker);
   // Appends to worker `worker`'s log; out of memory becomes an ata::Error.
   void record(std::size_t worker, const RanTask& ran);
@@ -411,13 +435,8 @@ struct Batch::Tracked {
     // Written by the lane only, read by the others (the rule's view, stop requests).
     std::atomic<std::size_t> current{kIdle};       // the task it runs a copy of now
     std::atomic<TaskClock::Ticks> current_start{0};  // since when
-    std::atomic<bool> current_in_chunk{false};     // that copy came from a chunk (not counted
-                                                   // in TaskState::copies)
     std::atomic<std::size_t> wins{0};              // results it claimed (all_results_in())
-    // The lane's own, unsynchronised: the accepted copies' times, for its summary.
-    std::int64_t won_shift = -1;  // the first accepted duration (ns): shifted sums are exact
-    double won_sum = 0.0;         // of (duration - shift) in ns
-    double won_squares = 0.0;
+    ShiftedMoments won;  // the lane's own: the accepted copies' times, for its summary
     // Under the mutex.
     std::size_t front = 0;  // its share's unstarted tasks are [front, back): it takes the
     std::size_t back = 0;   // front, a lane taking one over takes the back

@@ -67,8 +67,6 @@ void require_runnable_plan(const Policy& policy, const Plan& plan, std::size_t b
   }
 }
 
-// Whether a quota plan asks for what only a batch bound on arrival runs: backups, retries or
-// restart budgets of its own. Under late binding such a batch binds on arrival.
 // An asynchronous batch's caller does not wait, so the caller lane (index `caller`) gets no
 // part of it: its quota goes to the other lanes as a stuck lane's would, and a race runs
 // without it (over every other lane if it raced alone).
@@ -96,6 +94,8 @@ void run_small_on_caller(const WorkerStats& caller_stats, std::size_t batch, std
   for (std::size_t i = 0; i < plan.workers(); ++i) plan.set_quota(i, i == caller ? batch : 0);
 }
 
+// Whether a quota plan asks for what only a batch bound on arrival runs: backups, retries or
+// restart budgets of its own. Under late binding such a batch binds on arrival.
 bool needs_binding_on_arrival(const Plan& plan) {
   const bool backed_up = plan.backups() && plan.backups()->enabled();
   const bool retried = plan.retries() && *plan.retries() > 0;

@@ -315,10 +315,7 @@ void Batch::record_win(std::size_t lane, std::size_t task, std::chrono::nanoseco
     record.start = start;
   }
   logs_[lane].busy += duration;
-  if (me.won_shift < 0) me.won_shift = duration.count();
-  const auto shifted = static_cast<double>(duration.count() - me.won_shift);
-  me.won_sum += shifted;
-  me.won_squares += shifted * shifted;
+  me.won.add(duration);
   body_.accept(lane, task);
   // Single writer: a load and a store, no read-modify-write.
   me.wins.store(me.wins.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -334,22 +331,23 @@ void Batch::stop_other_copies(std::size_t task, std::size_t winner) noexcept {
 }
 
 void Batch::summarise_tracked() noexcept {
-  constexpr double kSeconds = 1e-9;
-  for (std::size_t i = 0; i < logs_.size(); ++i) {
-    const Tracked::LaneState& lane = tracked_->lane[i];
-    const std::size_t won = lane.wins.load(std::memory_order_relaxed);
-    if (won == 0) continue;
-    const double n = static_cast<double>(won);
-    const double mean = static_cast<double>(lane.won_shift) + lane.won_sum / n;
-    const double m2 = std::max(0.0, lane.won_squares - lane.won_sum * lane.won_sum / n);
-    logs_[i].summary = WorkerStats::from_moments(won, mean * kSeconds, m2 * kSeconds * kSeconds);
-  }
+  for (std::size_t i = 0; i < logs_.size(); ++i) logs_[i].summary = tracked_->lane[i].won.stats();
 }
 
 Batch::Pick Batch::pick_task(std::size_t lane) {
   Tracked& t = *tracked_;
   Tracked::LaneState& me = t.lane[lane];
   const auto one = [](Source source, std::size_t task) { return Pick{source, task, task + 1}; };
+  // A chunk from the back of lane `victim`'s share, at most half of what is left there: tasks
+  // of microseconds move several at a time, longer ones one by one, as in the simulator.
+  const auto take_over = [&](std::size_t victim) {
+    Tracked::LaneState& from = t.lane[victim];
+    const std::size_t length =
+        chunk_length(lane, std::max<std::size_t>(1, (from.back - from.front) / 2));
+    from.back -= length;
+    t.takeovers += length;
+    return Pick{Source::take_over, from.back, from.back + length};
+  };
   // 0. The task whose copy it stopped at its restart budget, unless another copy gave it.
   if (me.restart) {
     me.restart = false;
@@ -388,29 +386,15 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
         victim = j;
       }
     }
-    if (victim != kNoLane) {
-      Tracked::LaneState& from = t.lane[victim];
-      const std::size_t length = chunk_length(lane, std::max<std::size_t>(1, most / 2));
-      from.back -= length;
-      t.takeovers += length;
-      return {Source::take_over, from.back, from.back + length};
-    }
+    if (victim != kNoLane) return take_over(victim);
   }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled()) return {};
   describe(lane);
   const BackupAction action = t.rule.next(t.view);
   switch (action.kind) {
-    case BackupAction::Kind::take_over: {
-      // A chunk from the back, at most half of what is left there: tasks of microseconds
-      // move several at a time, longer ones one by one, as in the simulator.
-      Tracked::LaneState& from = t.lane[action.from];
-      const std::size_t length =
-          chunk_length(lane, std::max<std::size_t>(1, (from.back - from.front) / 2));
-      from.back -= length;
-      t.takeovers += length;
-      return {Source::take_over, from.back, from.back + length};
-    }
+    case BackupAction::Kind::take_over:
+      return take_over(action.from);
     case BackupAction::Kind::backup: {
       // The copy the rule saw; if its task has ended since, there is nothing to copy.
       const std::size_t task = t.view_task[action.from];
@@ -507,7 +491,7 @@ void Batch::arm_timer(std::size_t starting) noexcept {
     for (std::size_t j = 0; j < t.lane.size() && !helper; ++j) helper = can_summon(j);
   }
   if (!helper && t.recovery.restart_after.empty()) return;
-  double wait = time_to_next_restart();
+  double wait = restarts_due(false);
   if (helper) {
     describe(kNoLane);
     wait = std::min(wait, t.rule.time_to_next_overdue(t.view));
@@ -552,7 +536,7 @@ void Batch::on_timer() noexcept {
   std::unique_lock lock(t.mutex);
   t.timer.reset();
   if (t.released || stop_.stop_requested()) return;
-  request_restarts();
+  restarts_due(true);
   describe(kNoLane);
   const BackupAction action = t.rule.next(t.view);
   if (action.kind == BackupAction::Kind::none) {
@@ -575,29 +559,10 @@ double Batch::restart_budget(std::size_t lane) const noexcept {
   return backed_off_budget(t.recovery.restart_after[lane], t.lane[lane].restarted_in_row);
 }
 
-double Batch::time_to_next_restart() const noexcept {
-  const Tracked& t = *tracked_;
+double Batch::restarts_due(bool request) noexcept {
+  Tracked& t = *tracked_;
   double wait = std::numeric_limits<double>::infinity();
   if (t.recovery.restart_after.empty()) return wait;
-  const TaskClock::Ticks now = clock_.now();
-  for (std::size_t j = 0; j < t.lane.size(); ++j) {
-    const Tracked::LaneState& lane = t.lane[j];
-    const std::size_t task = lane.current.load(std::memory_order_acquire);
-    const double budget = restart_budget(j);
-    if (task == Tracked::kIdle || lane.restarting || t.done(task) ||
-        !(budget < std::numeric_limits<double>::infinity())) {
-      continue;
-    }
-    const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
-    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
-    wait = std::min(wait, std::max(budget - ran, 0.0));
-  }
-  return wait;
-}
-
-void Batch::request_restarts() noexcept {
-  Tracked& t = *tracked_;
-  if (t.recovery.restart_after.empty()) return;
   const TaskClock::Ticks now = clock_.now();
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     Tracked::LaneState& lane = t.lane[j];
@@ -605,11 +570,16 @@ void Batch::request_restarts() noexcept {
     const std::size_t task = lane.current.load(std::memory_order_acquire);
     if (task == Tracked::kIdle || lane.restarting || t.done(task)) continue;
     const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
-    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
-    if (ran < restart_budget(j)) continue;
-    lane.restarting = true;
-    lane.stop.request_stop();
+    const double left =
+        restart_budget(j) - std::chrono::duration<double>(elapsed(start, now)).count();
+    if (request && left <= 0.0) {
+      lane.restarting = true;
+      lane.stop.request_stop();
+      continue;
+    }
+    wait = std::min(wait, std::max(left, 0.0));
   }
+  return wait;
 }
 
 void Batch::summon(std::size_t lane) noexcept {
