@@ -20,6 +20,8 @@
 namespace {
 
 constexpr const char* kProgram = "ata-mpi-sgd";
+constexpr const char* kDescription =
+    "ata-mpi-sgd: minibatch SGD over MPI ranks with heterogeneous workers, strategy by strategy";
 constexpr const char* kGradient = "gradient";
 
 using namespace ata;
@@ -33,7 +35,7 @@ std::size_t worker_ranks() {
 // The command line as every rank reads it: the worker count is the ranks'. Returns nothing for
 // --help.
 std::optional<ml::TrainingOptions> options(int argc, char** argv) {
-  auto command_line = ml::parse_training_options(argc, argv, ml::Method::sgd);
+  auto command_line = ml::parse_training_options(argc, argv, ml::Method::sgd, kDescription);
   if (command_line.help) return std::nullopt;
   auto o = command_line.options;
   const std::size_t ranks = worker_ranks();
@@ -155,18 +157,20 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
 
 int root_main(int argc, char** argv) {
   const int code = apps::run_reporting_errors(kProgram, [&] {
+    // --help needs no worker ranks.
+    if (const auto help =
+            ml::parse_training_options(argc, argv, ml::Method::sgd, kDescription).help) {
+      std::fputs(help->c_str(), stdout);
+      std::puts("\nOver MPI: one worker per rank beyond rank 0 (--workers is mpirun's -n - 1).");
+      return 0;
+    }
     if (worker_ranks() == 0) {
       throw InvalidArgument("needs at least 2 MPI ranks, e.g. mpirun -n 8 --oversubscribe " +
                             std::string(kProgram));
     }
-    const auto o = options(argc, argv);
-    if (!o) {
-      std::fputs(ml::parse_training_options(argc, argv, ml::Method::sgd).help->c_str(), stdout);
-      std::puts("\nOver MPI: one worker per rank beyond rank 0 (--workers is mpirun's -n - 1).");
-      return 0;
-    }
-    check_cluster(ml::make_training_config(*o, ml::Method::sgd));
-    return ml::run_training(*o, ml::Method::sgd, kProgram, train_on_ranks, "worker ranks");
+    const auto o = options(argc, argv).value();  // engaged: --help was answered above
+    check_cluster(ml::make_training_config(o, ml::Method::sgd));
+    return ml::run_training(o, ml::Method::sgd, kProgram, train_on_ranks, "worker ranks");
   });
   if (worker_ranks() > 0) {
     const auto uniform = make_policy("uta", worker_ranks());

@@ -31,14 +31,17 @@ const char* lane_kind_name(LaneKind kind) noexcept {
 }
 
 apps::CommandLine<TrainingOptions> parse_training_options(int argc, const char* const* argv,
-                                                          Method method) {
+                                                          Method method,
+                                                          std::string_view description) {
   apps::CommandLine<TrainingOptions> command_line;
   TrainingOptions& o = command_line.options;
   const bool sgd = method == Method::sgd;
   CLI::App app{
-      sgd ? "ata-sgd: minibatch SGD on real threads with heterogeneous workers, strategy by "
-            "strategy"
-          : "ata-prox: minibatch stochastic proximal point on real threads, strategy by strategy"};
+      !description.empty() ? std::string(description)
+      : sgd ? "ata-sgd: minibatch SGD on real threads with heterogeneous workers, strategy by "
+              "strategy"
+            : "ata-prox: minibatch stochastic proximal point on real threads, strategy by "
+              "strategy"};
   app.option_defaults()->always_capture_default();
   const std::string problems =
       sgd ? "logistic, least-squares or quadratic" : "logistic or least-squares";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app_support.hpp"
@@ -93,11 +94,11 @@ inline constexpr double kMaxUnitUs = 1e6;
 inline constexpr std::size_t kMaxTrainingSize = apps::kMaxMemoryBytes / sizeof(double);
 
 /// Parses the command line of ata-sgd (Method::sgd) or ata-prox (Method::prox); argv[0] is
-/// the program. Returns the options, or --help's text; throws apps::UsageError "<flag>: <what>"
-/// for a bad flag or value, or flags that do not go together. Reads no file and runs nothing
-/// (it asks the system which CPUs the process may use, for --cpus).
-[[nodiscard]] apps::CommandLine<TrainingOptions> parse_training_options(int argc,
-                                                                        const char* const* argv,
-                                                                        Method method);
+/// the program. Returns the options, or --help's text (headed by `description`, else by
+/// ata-sgd's or ata-prox's); throws apps::UsageError "<flag>: <what>" for a bad flag or value,
+/// or flags that do not go together. Reads no file and runs nothing (it asks the system which
+/// CPUs the process may use, for --cpus).
+[[nodiscard]] apps::CommandLine<TrainingOptions> parse_training_options(
+    int argc, const char* const* argv, Method method, std::string_view description = {});
 
 }  // namespace ata::ml

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ata-mpi-sgd under mpirun -n 4: a small run writes the JSON of every strategy, pull included,
-# and a hedged one runs; a bad command line or a worker count that is not mpirun's gives one clear line and a
+# and a hedged one runs; --help answers on one rank; a bad command line or a worker count that is not mpirun's gives one clear line and a
 # non-zero exit, without hanging the ranks.
 set -euo pipefail
 mpirun="$1"
@@ -21,6 +21,11 @@ done
 run --scenario linear --unit-us 5 --rounds 30 --backups on --strategies ofta,ata \
   --json "$work/hedged.json" >"$work/out.txt" 2>&1 || fail "--backups on: $(cat "$work/out.txt")"
 grep -q '"backups": "on"' "$work/hedged.json" || fail "JSON lacks the backups"
+
+# --help answers on one rank too, with this program's own description.
+"$mpirun" -n 1 "$program" --help >"$work/help.txt" 2>&1 || fail "--help on one rank: $(cat "$work/help.txt")"
+grep -q "^ata-mpi-sgd: minibatch SGD over MPI ranks" "$work/help.txt" || fail "--help: $(head -3 "$work/help.txt")"
+grep -q -- "--strategies" "$work/help.txt" || fail "--help lacks the flags"
 
 expect_error() {
   local what="$1"
