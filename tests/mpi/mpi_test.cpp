@@ -72,12 +72,12 @@ ata::mpi::TaskRegistry registry() {
     if (rank == 1 && in.task % 2 == 1) throw std::runtime_error("odd on rank 1");
     return ata::mpi::to_bytes(std::vector<double>{static_cast<double>(in.task)});
   });
-  // Its number, after 20 ms x the rank's number of sleep: task times far above a loaded
+  // Its number, after 80 ms x the rank's number of sleep: task times far above a loaded
   // machine's round trips between processes.
-  tasks.add("number, slept 20 ms per rank", [](const ata::mpi::TaskInput& in) {
+  tasks.add("number, slept 80 ms per rank", [](const ata::mpi::TaskInput& in) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20) * rank);
+    std::this_thread::sleep_for(std::chrono::milliseconds(80) * rank);
     return ata::mpi::to_bytes(std::vector<double>{static_cast<double>(in.task)});
   });
   // Its number, but the first task rank 3 (worker 2, the slowest) runs in round 4 hangs until
@@ -387,11 +387,13 @@ TEST_CASE("a plan's backups run on the ranks: a hung task is copied, its copy wi
 
 TEST_CASE("late binding over the ranks hands tasks out one by one, and holds the slowest back",
           "[mpi]") {
-  // Quotas 1, 1, 1 of B = 3, late bound, tasks of about 22, 45 and 67 ms (the cluster's times
-  // plus 20 ms per rank, so that a loaded machine's round trips of a few ms do not matter).
-  // Once the means are learned, rank 1 ends its first task and the third one before rank 3
-  // could end one: rank 3 waits, and rank 1 runs two tasks a batch. With the scheduler's
-  // backups too, the paced race is hedged as any indexed race (nothing is overdue here).
+  // Quotas 1, 1, 1 of B = 3, late bound, tasks of about 82, 165 and 247 ms (the cluster's
+  // times plus 80 ms per rank). Once the means are learned, rank 1 ends its first task and the
+  // third one before rank 3 could end one: rank 3 waits, and rank 1 runs two tasks a batch.
+  // The rule counts a rank's learned round trip once per task, and with two `yes` beside the
+  // ranks those read 16 to 30 ms (the processes wait for a core): with 20 ms per rank, rank 3
+  // came in 4 to 9 times in 27. With the scheduler's backups too, the paced race is hedged as
+  // any indexed race (nothing is overdue here).
   const auto hedged = GENERATE(false, true);
   CAPTURE(hedged);
   ata::FixedPlanPolicy even("even", ata::Plan::quotas(ata::Allocation({1, 1, 1})));
@@ -403,7 +405,7 @@ TEST_CASE("late binding over the ranks hands tasks out one by one, and holds the
   std::vector<std::size_t> ran(kWorkers, 0);  // accepted tasks per worker after round 1
   for (std::size_t round = 1; round <= kRounds; ++round) {
     CAPTURE(round);
-    const auto batch = root.run(3, "number, slept 20 ms per rank", {});
+    const auto batch = root.run(3, "number, slept 80 ms per rank", {});
     REQUIRE(batch.results.size() == 3);
     for (std::size_t t = 0; t < 3; ++t) CHECK(value(batch.results[t]) == static_cast<double>(t));
     CHECK(accepted(batch.report) == 3);
@@ -413,6 +415,9 @@ TEST_CASE("late binding over the ranks hands tasks out one by one, and holds the
     for (const auto& t : batch.report.tasks) ran[t.worker] += t.accepted ? 1 : 0;
   }
   INFO("tasks per worker after round 1: " << ran[0] << ", " << ran[1] << ", " << ran[2]);
+  INFO("learned round trips (ms): " << root.round_trip(0).value_or(-1) * 1e3 << ", "
+                                    << root.round_trip(1).value_or(-1) * 1e3 << ", "
+                                    << root.round_trip(2).value_or(-1) * 1e3);
   CHECK(even.round() == kRounds);  // the policy planned every batch
   // Bound to its quota, rank 3 would have run 9; a task of rank 1 or 2 that runs long (a loaded
   // machine) may still let it in now and then.
