@@ -87,9 +87,6 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
     tracked_->pool_next = allocation_.total();
     for (std::size_t i : targets_) tracked_->lane[i].helps = true;
   }
-  if (mode_ == Dispatch::mixed && !fungible_ && !tracked_) {
-    throw Error("a batch of quotas and an indexed race runs tracked only");  // never reached
-  }
 }
 
 Batch::~Batch() {
@@ -229,13 +226,8 @@ void Batch::run(Lane& worker) noexcept {
     } else if (mode_ == Dispatch::allocated) {
       run_allocated(worker, ctx);
     } else {
-      // An untracked race: indexed (pull), or fungible (greedy, alone or beside quotas).
-      if (mode_ == Dispatch::pull) {
-        run_pull(worker, ctx);
-      } else {
-        run_greedy(worker, ctx);
-      }
-      summarise(worker.index());
+      // An untracked race is a fungible one (greedy, alone or beside quotas).
+      run_greedy(worker, ctx);
     }
   } catch (...) {
     decide(Outcome::failed, std::current_exception());
@@ -316,42 +308,6 @@ std::chrono::nanoseconds Batch::run_task(Lane& worker, TaskContext& ctx, std::si
   return duration;
 }
 
-namespace {
-
-// The statistics, in seconds, of the durations `for_each` visits: an exact integer sum, then
-// the squared deviations from the mean (a two-pass summary, at least as accurate as adding
-// the durations one by one).
-template <class ForEach>
-WorkerStats summary_of(ForEach for_each) {
-  std::size_t count = 0;
-  std::chrono::nanoseconds total{0};
-  for_each([&](std::chrono::nanoseconds d) {
-    ++count;
-    total += d;
-  });
-  if (count == 0) return {};
-  const double mean = static_cast<double>(total.count()) / static_cast<double>(count);
-  double m2 = 0.0;
-  for_each([&](std::chrono::nanoseconds d) {
-    const double deviation = static_cast<double>(d.count()) - mean;
-    m2 += deviation * deviation;
-  });
-  constexpr double kSeconds = 1e-9;
-  return WorkerStats::from_moments(count, mean * kSeconds, m2 * kSeconds * kSeconds);
-}
-
-}  // namespace
-
-void Batch::summarise(std::size_t worker) {
-  if (timing_ != Timing::summaries) return;
-  WorkerLog& log = logs_[worker];
-  log.summary = summary_of([&](auto&& visit) {
-    for (const RanTask& r : log.ran) {
-      if (r.slot < kRestarted) visit(r.duration);
-    }
-  });
-}
-
 void Batch::record(std::size_t worker, const RanTask& ran) {
   try {
     logs_[worker].ran.push_back(ran);
@@ -386,13 +342,7 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
     log.busy += duration;
     moments.add(duration);
     if (keep_records_) {
-      // Field by field: a whole TaskRecord built on the stack and copied stalls the store
-      // buffer.
-      TaskRecord& record = records_[task];
-      record.task = task;
-      record.worker = i;
-      record.duration = duration;
-      record.start = start;
+      write_record(task, i, duration, start);
       start += duration;
     }
   }
@@ -432,55 +382,61 @@ void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   const auto mean = log.busy / static_cast<std::chrono::nanoseconds::rep>(tasks);
   const auto chunk_start = elapsed(origin_ticks_, start);
   for (std::size_t task = first; keep_records_ && task < first + tasks; ++task) {
-    TaskRecord& record = records_[task];
-    record.task = task;
-    record.worker = i;
-    record.duration = mean;
-    record.start = chunk_start + mean * static_cast<std::chrono::nanoseconds::rep>(task - first);
+    write_record(task, i, mean,
+                 chunk_start + mean * static_cast<std::chrono::nanoseconds::rep>(task - first));
   }
   log.summary = WorkerStats::from_moments(
       tasks, std::chrono::duration<double>(log.busy).count() / static_cast<double>(tasks), 0.0);
   if (shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) close();
 }
 
-void Batch::run_pull(Lane& worker, TaskContext& ctx) {
-  const std::size_t i = worker.index();
-  auto since = clock_.now();
-  while (!ctx.stop_requested()) {
-    const std::size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= batch_) {
-      close();  // every task is handed out; the batch completes when their workers leave
-      return;
-    }
-    const auto started = since;
-    const auto duration = run_task(worker, ctx, task, since);
-    body_.accept(i, task);
-    record(i, {task, duration, task, started});
-  }
-}
-
 void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
-  if (racers_) {
-    run_greedy_restarting(worker, ctx);
-    return;
-  }
   const std::size_t i = worker.index();
+  // With restart budgets, each sample has a stop source of its own, which the timer stops at
+  // the racer's budget; the racer then starts a fresh sample under the same number.
+  RacerSample* const racer = racers_ ? &racers_[i] : nullptr;
   SampleSource source = samples_of(i);
   std::size_t task = 0;
+  bool again = false;  // the last sample restarted: its fresh one keeps its number
+  ShiftedMoments kept;  // the times of its results that were kept
   auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.
-  while (accepted_.load(std::memory_order_relaxed) < batch_ && !ctx.stop_requested() &&
-         next_sample(source, task)) {
+  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested() &&
+         (std::exchange(again, false) || next_sample(source, task))) {
+    // The batch's stop (its B-th result, or its decision) stops a sample's own source too.
+    std::optional<std::stop_callback<ForwardStop>> forward;
+    if (racer != nullptr) {
+      start_sample(i, ctx);
+      forward.emplace(stop_.get_token(), ForwardStop{racer->stop});
+    }
     std::chrono::nanoseconds duration{0};
     const auto started = since;
+    std::exception_ptr error;
     try {
       duration = run_task(worker, ctx, task, since);
     } catch (...) {
-      if (!tolerates_failure()) throw;
+      error = std::current_exception();  // run_task recorded it, discarded
+    }
+    // Every sample started ends here, its timer disarmed: nothing above escapes the loop.
+    if (racer != nullptr && end_sample(i)) {
+      // Stopped at its budget: whatever it ended with is discarded, and a fresh sample starts.
+      auto& ran = logs_[i].ran;
+      if (!error) {
+        record(i, {task, duration, kRestarted, started});
+      } else if (!ran.empty() && ran.back().task == task) {
+        ran.back().slot = kRestarted;  // run_task recorded it as discarded
+      }
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      again = true;
       continue;
     }
-    take_greedy_result(i, task, duration, started, since);
+    if (error) {
+      if (!tolerates_failure()) std::rethrow_exception(error);
+      continue;
+    }
+    if (take_greedy_result(i, task, duration, started, since)) kept.add(duration);
   }
+  if (timing_ == Timing::summaries) logs_[i].summary = kept.stats();
 }
 
 Batch::SampleSource Batch::samples_of(std::size_t lane) const noexcept {
@@ -507,13 +463,13 @@ bool Batch::tolerates_failure() noexcept {
          failures_.fetch_add(1, std::memory_order_relaxed) < failures_allowed_;
 }
 
-void Batch::take_greedy_result(std::size_t lane, std::size_t task,
+bool Batch::take_greedy_result(std::size_t lane, std::size_t task,
                                std::chrono::nanoseconds duration, TaskClock::Ticks started,
                                TaskClock::Ticks ended) {
   const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
   if (slot >= batch_) {
     record(lane, {task, duration, kDiscarded, started});
-    return;
+    return false;
   }
   body_.accept(lane, slot);
   record(lane, {task, duration, slot, started});
@@ -524,83 +480,40 @@ void Batch::take_greedy_result(std::size_t lane, std::size_t task,
     stop_.request_stop();
     close();
   }
+  return true;
 }
 
-void Batch::run_greedy_restarting(Lane& worker, TaskContext& ctx) {
-  const std::size_t i = worker.index();
-  RacerSample& me = racers_[i];
-  auto since = clock_.now();
-  // Whatever ends the loop, no timer stays armed for this lane.
-  struct Disarm {
-    RacerSample& me;
-    DeadlineTimer& timer;
-    ~Disarm() {
-      std::lock_guard lock(me.mutex);
-      if (me.sample % 2 == 1) ++me.sample;
-      if (me.timer) timer.cancel(*std::exchange(me.timer, std::nullopt));
-    }
-  } disarm{me, *restart_timer_};
-  SampleSource source = samples_of(i);
-  std::size_t task = 0;
-  bool again = false;  // the last sample restarted: its fresh one keeps its number
-  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested() &&
-         (std::exchange(again, false) || next_sample(source, task))) {
-    {
-      std::lock_guard lock(me.mutex);
-      // A stopped sample's source stays stopped: the next sample gets a fresh one.
-      if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
-      me.restarting = false;
-      const std::uint64_t sample = ++me.sample;  // odd: running
-      ctx.stop_ = me.stop.get_token();
-      const double budget = backed_off_budget(restart_after_[i], me.restarted_in_row);
-      const auto when = saturating_after(DeadlineTimer::Clock::now(), budget);
-      if (when != DeadlineTimer::Clock::time_point::max()) {
-        try {
-          me.timer = restart_timer_->schedule(when, [weak = weak_from_this(), i, sample] {
-            if (const auto self = weak.lock()) self->restart_sample(i, sample);
-          });
-        } catch (...) {
-          // No timer thread or no memory: this sample runs to its end.
-        }
-      }
-    }
-    // The batch's stop (its B-th result, or its decision) stops the sample too.
-    const std::stop_callback forward(stop_.get_token(),
-                                     [stop = me.stop]() mutable { stop.request_stop(); });
-    std::chrono::nanoseconds duration{0};
-    const auto started = since;
-    std::exception_ptr error;
-    try {
-      duration = run_task(worker, ctx, task, since);
-    } catch (...) {
-      error = std::current_exception();  // run_task recorded it, discarded
-    }
-    bool restarted = false;
-    {
-      std::lock_guard lock(me.mutex);
-      ++me.sample;  // even: none runs, and the timer's call for this one does nothing
-      restarted = me.restarting;
-      if (me.timer) restart_timer_->cancel(*std::exchange(me.timer, std::nullopt));
-    }
-    me.restarted_in_row = restarted ? me.restarted_in_row + 1 : 0;
-    if (restarted) {
-      // Stopped at its budget: whatever it ended with is discarded, and a fresh sample starts.
-      auto& ran = logs_[i].ran;
-      if (!error) {
-        record(i, {task, duration, kRestarted, started});
-      } else if (!ran.empty() && ran.back().task == task) {
-        ran.back().slot = kRestarted;  // run_task recorded it as discarded
-      }
-      restarts_.fetch_add(1, std::memory_order_relaxed);
-      again = true;
-      continue;
-    }
-    if (error) {
-      if (!tolerates_failure()) std::rethrow_exception(error);
-      continue;
-    }
-    take_greedy_result(i, task, duration, started, since);
+void Batch::start_sample(std::size_t lane, TaskContext& ctx) {
+  RacerSample& me = racers_[lane];
+  std::lock_guard lock(me.mutex);
+  // A stopped sample's source stays stopped: the next sample gets a fresh one.
+  if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
+  me.restarting = false;
+  const std::uint64_t sample = ++me.sample;  // odd: running
+  ctx.stop_ = me.stop.get_token();
+  const double budget = backed_off_budget(restart_after_[lane], me.restarted_in_row);
+  const auto when = saturating_after(DeadlineTimer::Clock::now(), budget);
+  if (when == DeadlineTimer::Clock::time_point::max()) return;
+  try {
+    me.timer = restart_timer_->schedule(when, [weak = weak_from_this(), lane, sample] {
+      if (const auto self = weak.lock()) self->restart_sample(lane, sample);
+    });
+  } catch (...) {
+    // No timer thread or no memory: this sample runs to its end.
   }
+}
+
+bool Batch::end_sample(std::size_t lane) noexcept {
+  RacerSample& racer = racers_[lane];
+  bool restarted = false;
+  {
+    std::lock_guard lock(racer.mutex);
+    ++racer.sample;  // even: none runs, and the timer's call for this one does nothing
+    restarted = racer.restarting;
+    if (racer.timer) restart_timer_->cancel(*std::exchange(racer.timer, std::nullopt));
+  }
+  racer.restarted_in_row = restarted ? racer.restarted_in_row + 1 : 0;
+  return restarted;
 }
 
 void Batch::restart_sample(std::size_t lane, std::uint64_t sample) noexcept {

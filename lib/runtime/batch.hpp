@@ -35,7 +35,7 @@ namespace ata::runtime::detail {
 // How the workers time their tasks and what they prepare for the policy.
 enum class Timing : std::uint8_t {
   samples,      // every task timed and logged; the policy observes each (needs_every_sample())
-  summaries,    // every task timed; each worker summarises its accepted tasks' times at the end
+  summaries,    // every task timed; each worker sums its accepted tasks' times for its summary
   chunk_means,  // allocated mode: one clock read per chunk; each task gets the chunk's mean
 };
 
@@ -48,8 +48,7 @@ struct Recovery {
   BackupOptions backups;            // the rule's settings; enabled = false: retries only
   std::size_t retries = 0;          // attempts after the first, per task
   double stuck_after = 16.0;        // x a lane's mean: past it, the lane counts as stuck
-  std::vector<double> means;        // each lane's learned mean when allocated (0: unknown)
-  std::vector<std::size_t> counts;  // and how many finished tasks it was learned from
+  std::vector<WorkerStats> learned;  // each lane's learned times when the batch was planned
   DeadlineTimer* timer = nullptr;   // wakes an idle lane when a running task becomes overdue
   // Per lane, the restart budget in seconds (+infinity: none); empty: no restarts. A copy that
   // has run its lane's budget is stopped, discarded, censored and started afresh there.
@@ -126,8 +125,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // fungible race, Dispatch::pull for an indexed one), or quotas with a race (Dispatch::mixed):
   // tracked with an indexed race; with a fungible one each quota is at most that many samples,
   // and the racers compute until B results are in, as in the simulator.
-  // `recovery` makes an allocated, pull or indexed mixed batch tracked (a fungible race takes
-  // its retries and restart budgets only); an indexed mixed plan needs one. `body`
+  // `recovery` makes a batch of quotas tracked (a fungible race takes its retries and restart
+  // budgets only). An indexed race (pull, or mixed) queued on the lanes needs one: it runs
+  // tracked only; the pacer's pull batches, handed out by enter_for_task(), need none. `body`
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated or tracked batch that needs no per-task records itself (not Timing::samples)
@@ -277,6 +277,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // the task the lane's alone).
   void record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds start,
                   std::chrono::nanoseconds duration);
+  // A copy of `task` whose result is not kept, started at `start`, ran for `ran`: worker time
+  // of `lane`, a discarded record and, if `censored` (stopped or lost, not failed), a censored
+  // observation.
+  void discard_copy(std::size_t lane, std::size_t task, TaskClock::Ticks start,
+                    std::chrono::nanoseconds ran, bool censored);
   // Requests stop of every copy of `task` running on a lane other than `winner`.
   void stop_other_copies(std::size_t task, std::size_t winner) noexcept;
   // Whether every index has its result (tracked): the lanes' claims add up to B. Any thread;
@@ -316,7 +321,6 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Ends tracking at completion: what still runs is recorded as stopped and censored.
   void release() noexcept;
   void run_allocated(Lane& worker, TaskContext& ctx);
-  void run_pull(Lane& worker, TaskContext& ctx);
   void run_greedy(Lane& worker, TaskContext& ctx);
   // Where a lane of a fungible race takes its samples' numbers: its quota's own indices first
   // (a mixed plan), then the race's counter if it races.
@@ -331,11 +335,19 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // A racer's task threw: whether the race goes on (surplus, or a retry left).
   [[nodiscard]] bool tolerates_failure() noexcept;
   // A racer's result: the next result slot, or surplus past B; the B-th ends the race.
-  void take_greedy_result(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration,
+  // Returns whether it was kept (a slot).
+  bool take_greedy_result(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration,
                           TaskClock::Ticks started, TaskClock::Ticks ended);
-  // A fungible race with restart budgets: each sample has a stop source of its own, which the
-  // timer stops at the racer's budget, and the racer starts a fresh sample.
-  void run_greedy_restarting(Lane& worker, TaskContext& ctx);
+  // A fungible race with restart budgets (racers_): starts a sample on racer `lane`, with a
+  // fresh stop source if the last one was stopped (in `ctx`), and a timer for its budget.
+  void start_sample(std::size_t lane, TaskContext& ctx);
+  // Ends racer `lane`'s sample and disarms its timer; whether the timer stopped it to restart.
+  bool end_sample(std::size_t lane) noexcept;
+  // Requests stop of a sample's own source when the batch's is requested.
+  struct ForwardStop {
+    std::stop_source to;
+    void operator()() noexcept { to.request_stop(); }
+  };
   // On the timer's thread: stops racer `lane`'s sample number `sample` if it still runs.
   void restart_sample(std::size_t lane, std::uint64_t sample) noexcept;
   void run_allocated_timing_chunk(Lane& worker, TaskContext& ctx);
@@ -350,10 +362,16 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
                                                  TaskClock::Ticks end) const noexcept {
     return clock_.to_duration(end > since ? end - since : 0);
   }
-  // A race under Timing::summaries, on the worker once its tasks have run: summarises the
-  // times of the tasks it ran and kept (two passes over its own log: the exact integer sum,
-  // then the squared deviations from the mean), so that no arithmetic is added per task.
-  void summarise(std::size_t worker);
+  // records_[task], field by field: a whole TaskRecord built on the stack and copied stalls
+  // the store buffer (its `accepted` stays true, as records_ was made).
+  void write_record(std::size_t task, std::size_t worker, std::chrono::nanoseconds duration,
+                    std::chrono::nanoseconds start) noexcept {
+    TaskRecord& record = records_[task];
+    record.task = task;
+    record.worker = worker;
+    record.duration = duration;
+    record.start = start;
+  }
   // Appends to worker `worker`'s log; out of memory becomes an ata::Error.
   void record(std::size_t worker, const RanTask& ran);
   // Whether all B results are in, so that stopping the batch now loses nothing.

@@ -271,28 +271,25 @@ void BatchOperation::submit_now() {
         const bool caller_takes_over = caller_quotas && !caller_alone;
         const bool recovers = retries > 0 || plan.has_restarts();
         const bool hedged = backups.enabled() && !caller_alone;
-        const bool tracked = !fungible && (dispatch == Dispatch::mixed || caller_takes_over ||
+        // An indexed race is always tracked: its lanes claim the race's indices a chunk at a
+        // time (Batch::chunk_length) rather than one by one from a shared counter.
+        const bool tracked = !fungible && (dispatch != Dispatch::allocated || caller_takes_over ||
                                            hedged || recovers);
         if (tracked || (fungible && recovers)) {
           recovery.emplace();
           recovery->backups = backups;
           recovery->retries = retries;
+          recovery->stuck_after = options.stuck_after();
+          recovery->learned.assign(policy.all_stats().begin(), policy.all_stats().end());
+          recovery->timer = &scheduler_.engine_->deadlines;
+          recovery->cache = scheduler_.engine_->tracked_states;
+          recovery->owner = owner_;
           if (plan.has_restarts()) {
             recovery->restart_after.resize(workers);
             for (std::size_t i = 0; i < workers; ++i) {
               recovery->restart_after[i] = plan.restart_after(i);
             }
           }
-          recovery->stuck_after = options.stuck_after();
-          recovery->means.resize(workers);
-          recovery->counts.resize(workers);
-          for (std::size_t i = 0; i < workers; ++i) {
-            recovery->means[i] = policy.stats(i).mean();
-            recovery->counts[i] = policy.stats(i).count();
-          }
-          recovery->timer = &scheduler_.engine_->deadlines;
-          recovery->cache = scheduler_.engine_->tracked_states;
-          recovery->owner = owner_;
           if (core.caller_lane() < workers) recovery->caller = caller_waiter();
         }
       }

@@ -176,21 +176,19 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       if (pick.source == Source::own) ++own_ran;
       if (end_unlocked && !error) {
         // No backup copy started: none can start now, and the claim is this copy's alone.
-        if (!fence.light_store_load(t.ended_flag(task), t.copied_flag(task))) {
-          t.claim(task).store(Tracked::kDone, std::memory_order_release);
+        // Else the first copy to claim wins, and stops the others.
+        const bool copied = fence.light_store_load(t.ended_flag(task), t.copied_flag(task));
+        if (!copied) t.claim(task).store(Tracked::kDone, std::memory_order_release);
+        if (!copied || (t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) &
+                        Tracked::kDone) == 0) {
           record_win(i, task, recorded_start, duration);
           won_ns += duration.count();
           ++won;
-          continue;
-        }
-        if ((t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) &
-             Tracked::kDone) == 0) {
-          record_win(i, task, recorded_start, duration);
-          won_ns += duration.count();
-          ++won;
-          lock.lock();
-          stop_other_copies(task, i);
-          lock.unlock();
+          if (copied) {
+            lock.lock();
+            stop_other_copies(task, i);
+            lock.unlock();
+          }
           continue;
         }
       }
@@ -235,19 +233,14 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   if (!in_chunk) --state.copies;
   const std::size_t restarted_in_row = std::exchange(me.restarted_in_row, 0);
   if (t.released) return true;  // the caller has its results: nothing more is recorded
-  const auto discard = [&] {
-    logs_[lane].busy += duration;
-    t.discarded.push_back({task, lane, duration, false, elapsed(origin_ticks_, start)});
-    t.censored.push_back({lane, std::chrono::duration<double>(duration).count()});
-  };
   if (t.done(task)) {
-    discard();  // lost to another copy (stopped, or ended second): a censored time
+    discard_copy(lane, task, start, duration, true);  // lost to another copy: stopped, or second
     return false;
   }
   if (me.restarting) {
     // Stopped at its restart budget: whatever it ended with (its result, or the exception
     // that honoured the stop) is discarded, its time censored, and the task starts afresh.
-    discard();
+    discard_copy(lane, task, start, duration, true);
     ++t.restarts;
     me.restart = true;
     me.restart_task = task;
@@ -256,8 +249,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   }
   if (error) {
     if (stop_.stop_requested()) return true;
-    logs_[lane].busy += duration;
-    t.discarded.push_back({task, lane, duration, false, elapsed(origin_ticks_, start)});
+    discard_copy(lane, task, start, duration, false);
     const bool other_copy_runs =
         state.copies > 0 ||
         std::any_of(t.lane.begin(), t.lane.end(), [&](const Tracked::LaneState& other) {
@@ -289,7 +281,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   // The first copy to end claims the result (a chunk's copy may claim without the mutex);
   // the others are stopped.
   if ((t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) & Tracked::kDone) != 0) {
-    discard();
+    discard_copy(lane, task, start, duration, true);
     return false;
   }
   me.finished_ns += duration.count();
@@ -306,19 +298,19 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
 void Batch::record_win(std::size_t lane, std::size_t task, std::chrono::nanoseconds start,
                        std::chrono::nanoseconds duration) {
   Tracked::LaneState& me = tracked_->lane[lane];
-  if (keep_records_) {
-    // Field by field: a whole TaskRecord built on the stack and copied stalls the store buffer.
-    TaskRecord& record = records_[task];
-    record.task = task;
-    record.worker = lane;
-    record.duration = duration;
-    record.start = start;
-  }
+  if (keep_records_) write_record(task, lane, duration, start);
   logs_[lane].busy += duration;
   me.won.add(duration);
   body_.accept(lane, task);
   // Single writer: a load and a store, no read-modify-write.
   me.wins.store(me.wins.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void Batch::discard_copy(std::size_t lane, std::size_t task, TaskClock::Ticks start,
+                         std::chrono::nanoseconds ran, bool censored) {
+  logs_[lane].busy += ran;  // first: it counts even if the record cannot be kept
+  tracked_->discarded.push_back({task, lane, ran, false, elapsed(origin_ticks_, start)});
+  if (censored) tracked_->censored.push_back({lane, std::chrono::duration<double>(ran).count()});
 }
 
 void Batch::stop_other_copies(std::size_t task, std::size_t winner) noexcept {
@@ -455,9 +447,10 @@ void Batch::describe(std::size_t helper) noexcept {
 
 double Batch::mean_of(std::size_t lane) const noexcept {
   const Tracked& t = *tracked_;
-  const std::size_t count = t.recovery.counts[lane] + t.lane[lane].finished;
+  const WorkerStats& learned = t.recovery.learned[lane];
+  const std::size_t count = learned.count() + t.lane[lane].finished;
   if (count == 0) return 0.0;
-  const double sum = t.recovery.means[lane] * static_cast<double>(t.recovery.counts[lane]) +
+  const double sum = learned.mean() * static_cast<double>(learned.count()) +
                      static_cast<double>(t.lane[lane].finished_ns) * 1e-9;
   return sum / static_cast<double>(count);
 }
@@ -652,11 +645,8 @@ void Batch::release() noexcept {
     const std::size_t task = lane.current.load(std::memory_order_acquire);
     if (task == Tracked::kIdle) continue;
     const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
-    const auto ran = elapsed(start, now);
-    logs_[j].busy += ran;
     try {
-      t.discarded.push_back({task, j, ran, false, elapsed(origin_ticks_, start)});
-      t.censored.push_back({j, std::chrono::duration<double>(ran).count()});
+      discard_copy(j, task, start, elapsed(start, now), true);
     } catch (...) {
       // Out of memory: the report lacks this copy; its time is in busy.
     }
