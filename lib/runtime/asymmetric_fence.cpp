@@ -30,13 +30,14 @@ AsymmetricFence::AsymmetricFence() {
 }
 
 bool AsymmetricFence::heavy_store_load(std::atomic_ref<std::uint8_t> flag,
-                                       std::atomic_ref<std::uint8_t> other) const noexcept {
-  (void)flag.exchange(1, std::memory_order_seq_cst);
+                                       std::atomic_ref<std::uint8_t> other,
+                                       std::uint8_t set) const noexcept {
+  (void)flag.exchange(set, std::memory_order_seq_cst);
 #if defined(__linux__) && defined(__NR_membarrier)
   // Registered at construction, so it cannot fail.
   if (membarrier_) (void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 #endif
-  return other.load(std::memory_order_seq_cst) != 0;
+  return other.load(std::memory_order_seq_cst) == set;
 }
 
 }  // namespace ata::runtime::detail

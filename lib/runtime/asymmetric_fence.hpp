@@ -15,20 +15,23 @@ class AsymmetricFence {
   // Registers the process for expedited membarriers, once; thread-safe.
   static const AsymmetricFence& instance();
 
-  // The frequent side: `flag` set, then `other` read; whether `other` was set.
+  // The frequent side: `flag` set to `set`, then `other` read; whether `other` was set (holds
+  // `set`: a flag holding any other value is clear).
   [[nodiscard]] bool light_store_load(std::atomic_ref<std::uint8_t> flag,
-                                      std::atomic_ref<std::uint8_t> other) const noexcept {
+                                      std::atomic_ref<std::uint8_t> other,
+                                      std::uint8_t set = 1) const noexcept {
     if (membarrier_) {
-      flag.store(1, std::memory_order_relaxed);
+      flag.store(set, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      return other.load(std::memory_order_relaxed) != 0;
+      return other.load(std::memory_order_relaxed) == set;
     }
-    (void)flag.exchange(1, std::memory_order_seq_cst);
-    return other.load(std::memory_order_seq_cst) != 0;
+    (void)flag.exchange(set, std::memory_order_seq_cst);
+    return other.load(std::memory_order_seq_cst) == set;
   }
-  // The rare side: `flag` set, then `other` read; whether `other` was set.
+  // The rare side: `flag` set to `set`, then `other` read; whether `other` was set.
   [[nodiscard]] bool heavy_store_load(std::atomic_ref<std::uint8_t> flag,
-                                      std::atomic_ref<std::uint8_t> other) const noexcept;
+                                      std::atomic_ref<std::uint8_t> other,
+                                      std::uint8_t set = 1) const noexcept;
 
  private:
   AsymmetricFence();

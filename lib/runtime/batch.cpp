@@ -98,16 +98,17 @@ Batch::~Batch() {
 
 std::unique_ptr<Batch::Tracked> Batch::make_tracked(Recovery recovery, std::size_t lanes,
                                                     std::size_t tasks) {
+  recovery.learned.resize(lanes);  // a lane without learned times: unknown
   if (recovery.cache) {
     if (std::unique_ptr<Tracked> kept = recovery.cache->take(lanes, tasks)) {
-      kept->reset(std::move(recovery), tasks);
+      kept->reset(std::move(recovery));
       return kept;
     }
   }
   return std::make_unique<Tracked>(std::move(recovery), lanes, tasks);
 }
 
-void Batch::Tracked::reset(Recovery recovery_in, std::size_t tasks) {
+void Batch::Tracked::reset(Recovery recovery_in) {
   rule = BackupRule(recovery_in.backups);  // first: it may throw
   recovery = std::move(recovery_in);
   for (LaneState& state : lane) {
@@ -116,15 +117,15 @@ void Batch::Tracked::reset(Recovery recovery_in, std::size_t tasks) {
     std::construct_at(&state);
     if (!stop.stop_requested()) state.stop = std::move(stop);
   }
-  // Blocks of bytes, cleared as such (a loop of atomic stores or a fill of 20-byte states
-  // costs a dozen instructions per task, most of what reuse saves on a small batch). No lane
-  // reaches the batch before it is queued, so nothing accesses them now.
+  // Flags and task states of earlier generations are stale as they stand (see generation).
   static_assert(std::is_trivially_copyable_v<TaskState>);
-  task.resize(tasks);
-  std::memset(static_cast<void*>(task.data()), 0, tasks * sizeof(TaskState));
-  std::memset(claims.get(), 0, tasks);
-  std::memset(ended.get(), 0, tasks);
-  std::memset(copied.get(), 0, tasks);
+  if (++generation == 0) {
+    generation = 1;
+    std::memset(static_cast<void*>(task.data()), 0, task.size() * sizeof(TaskState));
+    std::memset(claims.get(), 0, task_capacity);
+    std::memset(ended.get(), 0, task_capacity);
+    std::memset(copied.get(), 0, task_capacity);
+  }
   view_task.assign(view_task.size(), kIdle);
   pool_next = 0;
   takeovers = backup_copies = retried = restarts = 0;
@@ -164,6 +165,9 @@ void TrackedStateCache::keep(std::unique_ptr<Batch::Tracked> state) noexcept {
 }
 
 void Batch::submit(LaneSet& lanes) {
+  if (!fungible_ && mode_ != Dispatch::allocated && !tracked_) {
+    throw Error("an indexed race runs on the lanes tracked only: it needs a Recovery");
+  }
   lanes_ = &lanes;
   // Read now: once a chunk is queued, a task may destroy the lanes.
   caller_lane_ = lanes.caller_lane();

@@ -137,7 +137,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
-  // running. Throws ShutdownError, queuing nothing, when the pool is shut down.
+  // running. Throws ShutdownError, queuing nothing, when the pool is shut down, and
+  // ata::Error for an indexed race without a Recovery.
   // The caller lane's chunk (LaneSet::caller_lane()), if the plan gives it a role, is not
   // queued: the batch's caller must run it, on a CallerLane, once submit() has returned.
   void submit(LaneSet& lanes);
@@ -445,8 +446,6 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
 // rare: a copy that lost, threw, was stopped to restart, or has backup copies to stop.
 struct Batch::Tracked {
   static constexpr std::size_t kIdle = std::numeric_limits<std::size_t>::max();
-  // Per task, in `claims`: its result is claimed.
-  static constexpr std::uint8_t kDone = 1;
 
   // One cache line (or more) each: a lane publishes its running copy per task.
   struct alignas(64) LaneState {
@@ -476,6 +475,7 @@ struct Batch::Tracked {
     std::size_t restarted_in_row = 0;  // restarts since its last copy ended otherwise
   };
   struct TaskState {
+    std::uint8_t generation = 0;  // the batch it belongs to: another's is stale (state_of())
     std::uint32_t copies = 0;     // copies running now that came from no chunk
     std::uint32_t in_chunks = 0;  // describe()'s scratch: copies from a chunk running now
     std::uint32_t failures = 0;   // attempts that threw
@@ -495,15 +495,21 @@ struct Batch::Tracked {
         view_task(lanes, kIdle),
         task_capacity(tasks) {}
 
-  // Makes a kept state that of a new batch of `tasks` <= task_capacity tasks, as if new. A
+  // Makes a kept state that of a new batch (of at most task_capacity tasks), as if new. A
   // lane keeps its stop source unless it was stopped (run_chunk replaces a stopped one).
-  void reset(Recovery recovery_in, std::size_t tasks);
+  void reset(Recovery recovery_in);
   // Lets go of what belongs to the batch that ended (its task body's owner, its caller), so
   // that a kept state holds nothing alive.
   void forget_batch() noexcept;
 
   [[nodiscard]] bool done(std::size_t index) const noexcept {
-    return (claim(index).load(std::memory_order_acquire) & kDone) != 0;
+    return claim(index).load(std::memory_order_acquire) == generation;
+  }
+  // Task `index`'s state in this batch (a stale one is cleared first). Under the mutex.
+  [[nodiscard]] TaskState& state_of(std::size_t index) noexcept {
+    TaskState& state = task[index];
+    if (state.generation != generation) state = TaskState{.generation = generation};
+    return state;
   }
   // The per-task flags, atomic while a batch runs (see claims, ended, copied).
   [[nodiscard]] std::atomic_ref<std::uint8_t> claim(std::size_t index) const noexcept {
@@ -520,10 +526,16 @@ struct Batch::Tracked {
   BackupRule rule;
   BriefLock mutex;
   std::vector<LaneState> lane;
-  std::vector<TaskState> task;
+  // Each batch that reuses the state has the next generation (1 to 255). A per-task flag or
+  // state is set for this batch when it holds this generation, so the states and flags of
+  // earlier batches need no clearing: the caller would touch B bytes thrice and B states
+  // per batch, and the lanes would then fetch those cache lines from its core. They are
+  // cleared only when the generations wrap around.
+  std::uint8_t generation = 1;
+  std::vector<TaskState> task;  // through state_of()
   // Per task, without the mutex, through std::atomic_ref (claim(), ended_flag(),
-  // copied_flag()): plain bytes, so that reset() clears them as one block between batches.
-  // claims: kDone once a copy claimed its result (a read-modify-write wherever two copies may
+  // copied_flag()): plain bytes, set to `generation`.
+  // claims: set once a copy claimed its result (a read-modify-write wherever two copies may
   // end; a store where a chunk's copy ran alone).
   std::unique_ptr<std::uint8_t[]> claims;
   // The two sides of the handshake between a chunk's copy ending and a backup copy starting

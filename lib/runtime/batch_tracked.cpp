@@ -121,7 +121,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
                      pick.source == Source::take_over;
   // A stopped copy's source stays stopped: the next copy gets a fresh one.
   if (!me.stop.stop_possible() || me.stop.stop_requested()) me.stop = std::stop_source();
-  if (!chunk) ++t.task[pick.task].copies;
+  if (!chunk) ++t.state_of(pick.task).copies;
   me.restarting = false;
   me.in_chunk = chunk;
   const double mean = mean_of(i);
@@ -177,10 +177,11 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       if (end_unlocked && !error) {
         // No backup copy started: none can start now, and the claim is this copy's alone.
         // Else the first copy to claim wins, and stops the others.
-        const bool copied = fence.light_store_load(t.ended_flag(task), t.copied_flag(task));
-        if (!copied) t.claim(task).store(Tracked::kDone, std::memory_order_release);
-        if (!copied || (t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) &
-                        Tracked::kDone) == 0) {
+        const bool copied =
+            fence.light_store_load(t.ended_flag(task), t.copied_flag(task), t.generation);
+        if (!copied) t.claim(task).store(t.generation, std::memory_order_release);
+        if (!copied ||
+            t.claim(task).exchange(t.generation, std::memory_order_acq_rel) != t.generation) {
           record_win(i, task, recorded_start, duration);
           won_ns += duration.count();
           ++won;
@@ -229,7 +230,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
                      std::exception_ptr error, bool in_chunk) {
   Tracked& t = *tracked_;
   Tracked::LaneState& me = t.lane[lane];
-  Tracked::TaskState& state = t.task[task];
+  Tracked::TaskState& state = t.state_of(task);
   if (!in_chunk) --state.copies;
   const std::size_t restarted_in_row = std::exchange(me.restarted_in_row, 0);
   if (t.released) return true;  // the caller has its results: nothing more is recorded
@@ -280,7 +281,7 @@ bool Batch::end_copy(std::unique_lock<BriefLock>& lock, std::size_t lane, std::s
   }
   // The first copy to end claims the result (a chunk's copy may claim without the mutex);
   // the others are stopped.
-  if ((t.claim(task).fetch_or(Tracked::kDone, std::memory_order_acq_rel) & Tracked::kDone) != 0) {
+  if (t.claim(task).exchange(t.generation, std::memory_order_acq_rel) == t.generation) {
     discard_copy(lane, task, start, duration, true);
     return false;
   }
@@ -347,10 +348,10 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   }
   // 1. A retry this lane did not fail itself (with one lane, there is no other).
   for (auto it = t.retry.begin(); it != t.retry.end(); ++it) {
-    if (t.task[*it].failed_on != lane || t.lane.size() == 1) {
+    if (t.state_of(*it).failed_on != lane || t.lane.size() == 1) {
       const std::size_t task = *it;
       t.retry.erase(it);
-      t.task[task].failing = false;  // a fresh attempt, which may earn a backup again
+      t.state_of(task).failing = false;  // a fresh attempt, which may earn a backup again
       return one(Source::retry, task);
     }
   }
@@ -391,7 +392,8 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
       // The copy the rule saw; if its task has ended since, there is nothing to copy.
       const std::size_t task = t.view_task[action.from];
       if (task == Tracked::kIdle || t.done(task) ||
-          AsymmetricFence::instance().heavy_store_load(t.copied_flag(task), t.ended_flag(task))) {
+          AsymmetricFence::instance().heavy_store_load(t.copied_flag(task), t.ended_flag(task),
+                                                       t.generation)) {
         return {};
       }
       ++t.backup_copies;
@@ -412,7 +414,7 @@ void Batch::describe(std::size_t helper) noexcept {
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const std::size_t task = t.lane[j].current.load(std::memory_order_acquire);
     t.view_task[j] = task;
-    if (task != Tracked::kIdle && t.lane[j].in_chunk) ++t.task[task].in_chunks;
+    if (task != Tracked::kIdle && t.lane[j].in_chunk) ++t.state_of(task).in_chunks;
   }
   for (std::size_t j = 0; j < t.lane.size(); ++j) {
     const Tracked::LaneState& lane = t.lane[j];
@@ -429,7 +431,7 @@ void Batch::describe(std::size_t helper) noexcept {
     } else {
       // A copy whose task has its result, or stopped to restart, is about to end: not worth
       // a backup. The start read after the task may be a later copy's: a shorter elapsed time.
-      const Tracked::TaskState& state = t.task[task];
+      const Tracked::TaskState& state = t.state_of(task);
       view.running = !t.done(task) && !lane.restarting;
       const TaskClock::Ticks start = lane.current_start.load(std::memory_order_relaxed);
       view.elapsed = view.running ? std::chrono::duration<double>(elapsed(start, now)).count() : 0.0;
@@ -441,7 +443,7 @@ void Batch::describe(std::size_t helper) noexcept {
     view.stalled = lanes_->lane(j).stuck_for(wall_now) > 0.0;
   }
   for (const std::size_t task : t.view_task) {
-    if (task != Tracked::kIdle) t.task[task].in_chunks = 0;
+    if (task != Tracked::kIdle) t.state_of(task).in_chunks = 0;
   }
 }
 

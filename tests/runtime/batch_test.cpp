@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <semaphore>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -30,15 +32,24 @@ ata::Plan plan_for(ata::Dispatch mode, ata::Allocation allocation, std::size_t w
                                                                 : ata::RaceKind::indexed);
 }
 
+// An indexed race runs on the lanes tracked only: a recovery without backups or retries.
+std::optional<detail::Recovery> recovery_for(ata::Dispatch mode) {
+  if (mode != ata::Dispatch::pull) return std::nullopt;
+  detail::Recovery recovery;
+  recovery.backups = ata::BackupOptions{}.set_mode(ata::BackupMode::off);
+  return recovery;
+}
+
 // Records how often, and on which thread, its completion hook ran.
 class RecordingBatch final : public detail::Batch {
  public:
   // Timed task by task, summarised: the scheduler's default. `allocation` gives the quotas of
   // Dispatch::allocated; the other modes race over every worker.
   RecordingBatch(ata::Dispatch mode, std::size_t batch, std::size_t round,
-                 ata::Allocation allocation, std::size_t workers, detail::TaskBody& body)
+                 ata::Allocation allocation, std::size_t workers, detail::TaskBody& body,
+                 std::optional<detail::Recovery> recovery = std::nullopt)
       : Batch(plan_for(mode, std::move(allocation), workers), detail::Timing::summaries, batch,
-              round, body) {}
+              round, body, true, recovery ? std::move(recovery) : recovery_for(mode)) {}
 
   std::atomic<int> completions{0};
   std::atomic<std::thread::id> completed_on{};
@@ -203,4 +214,62 @@ TEST_CASE("submitting a batch allocates nothing, so it reaches every worker or n
   for (const auto& batch : batches) REQUIRE(batch->completes());
   CHECK(calls.load() == static_cast<int>(2 * kBatches));
   REQUIRE(eventually([&] { return core.queued() == 0; }));
+}
+
+namespace {
+
+// Throws on the first attempt at task `flaky`.
+struct FlakyTask {
+  std::vector<std::atomic<int>>* attempts;
+  std::size_t flaky;
+  std::size_t operator()(const rt::TaskContext& ctx) const {
+    if (ctx.task() == flaky && (*attempts)[flaky]++ == 0) throw std::runtime_error("flaky");
+    return ctx.task();
+  }
+};
+using FlakyBody = detail::TypedTaskBody<FlakyTask, std::size_t>;
+
+}  // namespace
+
+TEST_CASE("a kept tracked state serves batch after batch past the wrap of its generations",
+          "[runtime][batch]") {
+  // A kept state marks its per-task flags and states with its batch's generation (1 to 255)
+  // rather than clearing them. One state, kept and taken again by each of 600 batches, wraps
+  // twice. Every 255th batch has 12 tasks and the others 4, so that tasks 4 to 11 keep the
+  // marks of a batch until the same generation comes round again. In each batch one task
+  // fails once and is retried: a failure or a claim left by an earlier batch would refuse the
+  // retry, or count a result that no copy of this batch gave.
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kRounds = 600;
+  detail::ThreadLanes core{rt::PoolOptions(kWorkers)};
+  const auto cache = std::make_shared<detail::TrackedStateCache>();
+  for (std::size_t round = 0; round < kRounds; ++round) {
+    CAPTURE(round);
+    const std::size_t tasks = round % 255 == 0 ? 12 : 4;
+    std::vector<std::atomic<int>> attempts(tasks);
+    FlakyTask task{&attempts, tasks == 12 ? 7 : round % tasks};
+    FlakyBody body(task, tasks, kWorkers);
+    detail::Recovery recovery;
+    recovery.backups = ata::BackupOptions{}.set_mode(ata::BackupMode::off);
+    recovery.retries = 1;
+    recovery.cache = cache;
+    auto batch = std::make_shared<RecordingBatch>(
+        ata::Dispatch::allocated, tasks, round + 1,
+        ata::Allocation(std::vector<std::size_t>{tasks / 2, tasks / 2}), kWorkers, body,
+        std::move(recovery));
+    batch->submit(core);
+    REQUIRE(batch->completes());
+    REQUIRE(batch->outcome() == detail::Batch::Outcome::succeeded);
+    rt::RoundReport report;
+    std::vector<std::size_t> slot_order;
+    batch->collect(report, slot_order);
+    REQUIRE(report.retries == 1);
+    REQUIRE(attempts[task.flaky] == 2);
+    std::vector<std::size_t> expected(tasks);
+    for (std::size_t j = 0; j < tasks; ++j) expected[j] = j;
+    REQUIRE(body.take(slot_order) == expected);
+    // The lanes let go of it: its state goes back to the cache, for the next batch.
+    REQUIRE(eventually([&] { return batch.use_count() == 1; }));
+    batch.reset();
+  }
 }
