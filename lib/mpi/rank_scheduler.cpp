@@ -310,32 +310,53 @@ struct RankScheduler::State {
   }
 
   // How long the root sleeps before its next poll: until shortly before the earliest answer
-  // expected; then half the time left to that answer, so that an answer on time is seen within
-  // a few polls and an early one within half its earliness; past it, a backoff from that point
-  // (from the last message, without expectations). The backoff does not restart at each answer:
-  // the answers of a quota batch come close together, and polling each gap afresh from the
-  // shortest sleep cost most of the root's CPU per round.
+  // expected. With several answers expected and `last_decides` (quotas alone: no answer brings
+  // its rank more work), only the round's last answer sets when the round ends, and the others
+  // wait in MPI's queue meanwhile: until shortly before the latest one, it polls once per
+  // kLongestBackoff per answer expected. Then half the time left to the earliest answer, so
+  // that an answer on time is seen within a few polls and an early one within half its
+  // earliness; past it, a backoff from that point (from the last message, without
+  // expectations), with `last_decides` of at most kLongestBackoff per answer still expected.
+  // The backoff does not
+  // restart at each answer: the answers of a quota batch come close together, and polling each
+  // gap afresh from the shortest sleep cost most of the root's CPU per round. A quota answer
+  // late by a whole task of the slowest rank (16 ms on `linear`) is common.
   // `race_wait`: in a fungible race, how long the results still missing may wait (kRaceWake).
   Clock::duration idle_sleep(const std::vector<Share>& shares, Clock::time_point now,
                              Clock::time_point last_progress,
-                             std::optional<Clock::duration> race_wait) const {
+                             std::optional<Clock::duration> race_wait, bool last_decides) const {
     std::optional<Clock::time_point> wake;
     std::optional<Clock::time_point> next_answer;
+    std::optional<Clock::time_point> last_wake;  // shortly before the latest answer expected
     if (race_wait) wake = now + *race_wait;
     Clock::time_point earliest_deadline = now + kLongestNap;
+    int expecting = 0;
     for (const auto& sh : shares) {
       earliest_deadline = std::min(earliest_deadline, sh.deadline);
       if (!sh.expected) continue;
+      ++expecting;
       const auto early = *sh.expected - span(kEarlyWake * seconds(*sh.expected - sh.sent));
       wake = wake ? std::min(*wake, early) : early;
+      last_wake = last_wake ? std::max(*last_wake, early) : early;
       next_answer = next_answer ? std::min(*next_answer, *sh.expected) : *sh.expected;
     }
     if (wake && *wake > now + kShortestSleep) return std::min(*wake, earliest_deadline) - now;
+    // Sleeps longer than kLongestBackoff stop at the earliest deadline (kShortestSleep at least).
+    const auto bounded = [&](Clock::duration sleep) {
+      return std::min(sleep, std::max<Clock::duration>(earliest_deadline - now, kShortestSleep));
+    };
+    if (last_decides && expecting > 1 && *last_wake > now + kShortestSleep) {
+      return bounded(std::min<Clock::duration>(*last_wake - now, kLongestBackoff * expecting));
+    }
     if (next_answer && *next_answer > now + 2 * kShortestSleep) {
       return std::min((*next_answer - now) / 2, earliest_deadline - now);
     }
     const auto since = next_answer ? *next_answer : wake ? *wake : last_progress;
-    return std::clamp<Clock::duration>((now - since) / 8, kShortestSleep, kLongestBackoff);
+    if (!last_decides || expecting <= 1) {
+      return std::clamp<Clock::duration>((now - since) / 8, kShortestSleep, kLongestBackoff);
+    }
+    return bounded(std::clamp<Clock::duration>((now - since) / 8, kShortestSleep,
+                                               kLongestBackoff * expecting));
   }
 
   // The next message received whole from any rank, if there is one. A message is matched as
@@ -500,6 +521,9 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
   }
   const BackupRule rule(backup_options);
   const bool hedging = rule.options().enabled() && !fungible;
+  // Quotas, unhedged and not paced: no answer brings its rank more work, so only the last one
+  // sets when the round ends.
+  const bool quotas_alone = plan.racers().empty() && !hedging && !paced;
   const wire::Answers answers = hedging ? wire::Answers::each : wire::Answers::together;
   // Each task may fail `retries` times (a fungible race: retries x B failures in all, a failed
   // sample replaced by the next), as on threads.
@@ -1034,7 +1058,8 @@ RankBatch RankScheduler::run(std::size_t batch, const std::string& task, const B
     }
     // The root must not take a worker's core: it sleeps while no answer is expected, and no
     // longer than until a running copy becomes overdue.
-    auto sleep = s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished));
+    auto sleep = s.idle_sleep(shares, Clock::now(), last_progress, race_wait(batch - finished),
+                              quotas_alone);
     if (hedging) sleep = std::min(sleep, std::max<Clock::duration>(hedge(), kShortestSleep));
     if (paced) {
       if (const auto again = pace()) sleep = std::min(sleep, *again);
