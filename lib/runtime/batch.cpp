@@ -401,7 +401,7 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
   RacerSample* const racer = racers_ ? &racers_[i] : nullptr;
   SampleSource source = samples_of(i);
   std::size_t task = 0;
-  bool again = false;  // the last sample restarted: its fresh one keeps its number
+  bool again = false;   // the last sample restarted: its fresh one keeps its number
   ShiftedMoments kept;  // the times of its results that were kept
   auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.
