@@ -285,7 +285,7 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
   SECTION("a first attempt that waits for its stop is restarted once, on its own worker") {
     // Only worker 0 has a budget; its first attempts would wait for ever but for the restart.
     ata::FixedPlanPolicy policy("restarted",
-                                even_quotas(kWorkers, kEach).set_restart_after(0, 0.005));
+                                even_quotas(kWorkers, kEach).set_restart_after(0, 0.05));
     // No backup copy: the restart alone must bring the result.
     rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
@@ -313,14 +313,14 @@ TEST_CASE("a plan's restart budgets stop a copy, censor it and start the task af
   SECTION("a copy that ignores its stop is waited for and its late result discarded") {
     ata::FixedPlanPolicy policy(
         "restarted",
-        even_quotas(kWorkers, kEach).set_restart_after(0, 0.002).set_restart_after(1, 0.002));
+        even_quotas(kWorkers, kEach).set_restart_after(0, 0.05).set_restart_after(1, 0.05));
     // No backup copy: the restarts alone.
     rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
     std::atomic<bool> late_running{false};
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
       if (ctx.task() % kEach == 0 && attempts[ctx.task()]++ == 0) {
         late_running = true;
-        std::this_thread::sleep_for(30ms);  // ignores its stop request
+        std::this_thread::sleep_for(150ms);  // ignores its stop request
         late_running = false;
         return ctx.task() + 1000;  // a wrong value, to be discarded
       }
@@ -424,8 +424,8 @@ TEST_CASE("an indexed race's restart budgets run on threads", "[runtime][plan][r
   rt::WorkerPool pool(kWorkers);
   std::vector<std::atomic<int>> attempts(kBatch);
   ata::FixedPlanPolicy policy("restarted pull", ata::Plan::race(kWorkers, ata::RaceKind::indexed)
-                                                    .set_restart_after(0, 0.005)
-                                                    .set_restart_after(1, 0.005));
+                                                    .set_restart_after(0, 0.05)
+                                                    .set_restart_after(1, 0.05));
   // No backup copy: the restarts alone must bring the results.
   rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
   // Every first attempt waits for its stop; every second returns at once.
