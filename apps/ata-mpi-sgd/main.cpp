@@ -131,11 +131,12 @@ ml::TrainingRun train_on_ranks(const ml::Problem& problem, const ml::TrainingCon
   // What the root cost and what it learned of the links, for runs across a network.
   if (run.rounds > 0) {
     std::fprintf(stderr,
-                 "%s: %s: root CPU %.0f us per round, %.2f%% of its mean round of %.2f ms; "
-                 "learned round trips (ms), rank 1 on:",
+                 "%s: %s: root CPU %.0f us per round, %.2f%% of its mean round of %.2f ms "
+                 "(doorbells of %zu of %zu ranks); learned round trips (ms), rank 1 on:",
                  kProgram, run.name.c_str(), 1e6 * root_cpu / static_cast<double>(run.rounds),
                  100.0 * root_cpu / run.wall_seconds,
-                 1e3 * run.wall_seconds / static_cast<double>(run.rounds));
+                 1e3 * run.wall_seconds / static_cast<double>(run.rounds),
+                 root.doorbells_connected(), root.workers());
     for (std::size_t w = 0; w < root.workers(); ++w) {
       const auto rtt = root.round_trip(w);
       if (rtt) {

@@ -13,6 +13,7 @@
 #include "ata/core/plan.hpp"
 #include "ata/models/random.hpp"
 #include "ata/mpi/rank_scheduler.hpp"
+#include "doorbell.hpp"
 #include "wire.hpp"
 
 namespace ata::mpi {
@@ -164,16 +165,22 @@ class Worker {
   // while it could compute (measured: GTA's rounds with 16 KB gradients took 47 ms instead of
   // 24). At most kMostUnsent wait at once, so that a rank producing faster than rank 0 reads
   // holds bounded memory: past that it waits for its oldest.
+  // Each message ends with its sequence number and rings the root's doorbell once sent.
   void send(wire::Writer& out, wire::Tag tag) {
     reap_sends();
     if (outgoing_.size() >= kMostUnsent) {
       MPI_Wait(&outgoing_.front().request, MPI_STATUS_IGNORE);
       outgoing_.pop_front();
     }
+    bell_.advance();  // a hello sent now counts the messages before this one
+    out.u64(bell_.next_sequence());
     Outgoing& o = outgoing_.emplace_back(Outgoing{std::move(out.buffer()), MPI_REQUEST_NULL});
     MPI_Isend(o.buffer.data(), static_cast<int>(o.buffer.size()), MPI_BYTE, 0, tag, comm_,
               &o.request);
+    bell_.ring();
   }
+
+  detail::Bell& bell() noexcept { return bell_; }
 
   // Forgets the sends rank 0 has received (each test also moves MPI's progress on).
   void reap_sends() {
@@ -330,6 +337,7 @@ class Worker {
   // The withdrawn tasks of the last batch that withdrew any (earlier ones' are stale).
   std::uint64_t withdrawn_batch_ = 0;
   std::vector<std::uint64_t> withdrawn_;
+  detail::Bell bell_;
 };
 
 }  // namespace
@@ -359,6 +367,7 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOp
       MPI_Improbe(0, MPI_ANY_TAG, comm, &found, &message, &status);
       if (found) break;
       worker.reap_sends();
+      worker.bell().advance();
       if (polls < kHotPolls) {
         std::this_thread::yield();
       } else {
@@ -375,7 +384,13 @@ bool serve_tasks(MPI_Comm comm, const TaskRegistry& tasks, const runtime::LaneOp
       return in.u64() != 0;
     }
     if (status.MPI_TAG == wire::kPing) {  // the root measures this rank's link
-      MPI_Send(buffer.data(), count, MPI_BYTE, 0, wire::kPong, comm);
+      wire::Writer pong;
+      pong.raw_bytes(buffer);
+      worker.send(pong, wire::kPong);
+      continue;
+    }
+    if (status.MPI_TAG == wire::kDoorbell) {
+      worker.bell().answer(in, static_cast<std::size_t>(rank - 1));
       continue;
     }
     // A stop for a greedy round already over, or a withdrawal for a share already run.

@@ -9,8 +9,10 @@
 // - kWithdraw (batch id, task number: a hedged batch has that task's result from another rank,
 //   or gave the task to another: skip it, or stop it if it runs);
 // - kShutdown (whether a rank was lost);
-// - kPing (batch id, padding the size of the input).
-// worker -> root, each starting with the batch id it answers (the root drops other batches'):
+// - kPing (batch id, padding the size of the input);
+// - kDoorbell (token, port, addresses: where the root waits for rings; doorbell.hpp).
+// worker -> root, each starting with the batch id it answers (the root drops other batches')
+// and ending with the worker's sequence number for it (1, 2, ...; doorbell.hpp):
 // - kResults (then per task: number, nanoseconds, result bytes);
 // - kRestarted (number, nanoseconds: a task stopped at its budget, run afresh);
 // - kFailure (task number or kNoNumber, nanoseconds, message);
@@ -44,7 +46,8 @@ enum Tag : int {
   kPong = 8,
   kRestarted = 9,
   kWithdraw = 10,
-  kWithdrawn = 11
+  kWithdrawn = 11,
+  kDoorbell = 12
 };
 
 // How a rank answers a kWork message's tasks.
@@ -62,6 +65,8 @@ class Writer {
     raw(b.data(), b.size());
   }
   void text(const std::string& s) { bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+  // Without a length: the rest of a message.
+  void raw_bytes(std::span<const std::byte> b) { raw(b.data(), b.size()); }
   Bytes& buffer() noexcept { return buffer_; }
 
  private:

@@ -1,8 +1,11 @@
 // The rank back-end, run by CTest under mpirun -n 4: rank 0 runs the Catch2 session, ranks
 // 1..3 serve the tasks below as a fixed cluster (the "linear" preset, slept, 40 us per unit:
 // mean task times 2.3, 4.6 and 7.0 ms).
+#include <arpa/inet.h>
 #include <mpi.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch_session.hpp>
@@ -28,6 +31,7 @@
 #include "ata/runtime/batch_scheduler.hpp"
 #include "ata/runtime/trace_recorder.hpp"
 #include "ata/runtime/worker_pool.hpp"
+#include "doorbell.hpp"
 #include "support/trace_flows.hpp"
 
 namespace {
@@ -483,6 +487,137 @@ TEST_CASE("allocations equal the thread runtime's where they do not depend on ti
       const auto [values, report] = threads.run(11, [](const auto&) { return 0; });
       INFO(name << " round " << k + 1);
       REQUIRE(std::ranges::equal(ranks.report.allocation.tasks(), report.allocation.tasks()));
+    }
+  }
+}
+
+namespace {
+
+// Reads the bells until `done` holds, for at most 5 s (connections on this host take microseconds).
+template <typename Done>
+bool collect_until(ata::mpi::detail::Doorbells& bells, ata::mpi::detail::Bell* bell, Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    if (bell != nullptr) bell->advance();
+    bells.wait(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("doorbells count each worker's messages exactly, and drop strangers", "[mpi][doorbell]") {
+  namespace detail = ata::mpi::detail;
+  detail::Doorbells bells(2, true);
+  REQUIRE(bells.listening());
+  const auto invitation = bells.invitation();
+  detail::Bell bell;
+  // Two messages sent before the invitation (to an earlier scheduler): not waited for.
+  CHECK(bell.next_sequence() == 1);
+  CHECK(bell.next_sequence() == 2);
+  ata::mpi::wire::Reader in(invitation);
+  bell.answer(in, 1);
+  // One sent after it, before the connection is made: it rings no bell, but is waited for.
+  CHECK(bell.next_sequence() == 3);
+  REQUIRE(collect_until(bells, &bell, [&] { return bells.connected() == 1; }));
+  CHECK_FALSE(bells.all_connected());  // worker 0 has not called
+  CHECK(bells.news(1));
+  bells.received(1, 3);
+  CHECK_FALSE(bells.any_news());
+  bells.received(1, 2);  // a late answer to the earlier scheduler
+  CHECK_FALSE(bells.any_news());
+
+  SECTION("each ring is news until its message is received") {
+    for (std::uint64_t sequence = 4; sequence <= 6; ++sequence) {
+      CHECK(bell.next_sequence() == sequence);
+      bell.ring();
+    }
+    REQUIRE(collect_until(bells, nullptr, [&] { return bells.news(1); }));
+    bells.received(1, 5);
+    bells.collect();
+    CHECK(bells.news(1));  // number 6 still to come
+    bells.received(1, 6);
+    CHECK_FALSE(bells.news(1));
+    CHECK_FALSE(bells.news(0));
+  }
+  SECTION("a message received before its bell rang is no news when the bell rings") {
+    CHECK(bell.next_sequence() == 4);
+    bells.received(1, 4);  // MPI delivered it first
+    bell.ring();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    bells.collect();
+    CHECK_FALSE(bells.any_news());
+  }
+  SECTION("a caller without the token is dropped, and a hung-up bell ends waiting on bells") {
+    // The listener's port is in the invitation: token, port, addresses (wire.hpp).
+    ata::mpi::wire::Reader fields(invitation);
+    const std::uint64_t token = fields.u64();
+    const auto port = static_cast<std::uint16_t>(fields.u64());
+    const int stranger = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(stranger >= 0);
+    sockaddr_in root{};
+    root.sin_family = AF_INET;
+    root.sin_port = htons(port);
+    root.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(stranger, reinterpret_cast<const sockaddr*>(&root), sizeof root) == 0);
+    ata::mpi::wire::Writer hello;
+    hello.u64(token + 1);  // the wrong token, for worker 0
+    hello.u64(0);
+    hello.u64(0);
+    hello.u64(0);
+    REQUIRE(::send(stranger, hello.buffer().data(), hello.buffer().size(), MSG_NOSIGNAL) == 32);
+    // The root closes it: the stranger reads the end of the stream.
+    char byte = 0;
+    REQUIRE(collect_until(bells, nullptr,
+                          [&] { return ::recv(stranger, &byte, 1, MSG_DONTWAIT) == 0; }));
+    ::close(stranger);
+    CHECK(bells.connected() == 1);
+
+    detail::Bell first;
+    ata::mpi::wire::Reader again(invitation);
+    first.answer(again, 0);
+    REQUIRE(collect_until(bells, &first, [&] { return bells.all_connected(); }));
+    // Worker 1 is invited by a later scheduler: its bell here hangs up.
+    detail::Doorbells later(2, true);
+    const auto other = later.invitation();
+    ata::mpi::wire::Reader moved(other);
+    bell.answer(moved, 1);
+    REQUIRE(collect_until(bells, nullptr, [&] { return bells.connected() == 1; }));
+    CHECK_FALSE(bells.all_connected());  // from now on the root polls
+  }
+}
+
+TEST_CASE("every rank rings the root's doorbell, and batches are the same without them",
+          "[mpi][doorbell]") {
+  for (const bool doorbells : {true, false}) {
+    for (const std::string strategy : {"ata", "gta"}) {
+      INFO(strategy << (doorbells ? " with doorbells" : " without"));
+      const auto chosen = policy(strategy);
+      auto options = patient();
+      options.doorbells = doorbells;
+      ata::mpi::RankScheduler root(MPI_COMM_WORLD, *chosen, options);
+      // The ranks connect as they read the scheduler's first message.
+      const int rounds = doorbells ? 50 : 10;
+      for (int round = 0; round < rounds && root.doorbells_connected() < kWorkers; ++round) {
+        if (strategy == "gta") {
+          (void)run_race_round(root);
+          continue;
+        }
+        const auto batch = root.run(7, "number", {});
+        for (std::size_t t = 0; t < 7; ++t) REQUIRE(value(batch.results[t]) == double(t));
+      }
+      CHECK(root.doorbells_connected() == (doorbells ? kWorkers : 0));
+      for (int round = 0; round < 10; ++round) {
+        if (strategy == "gta") {
+          (void)run_race_round(root);
+        } else {
+          const auto batch = root.run(7, "number", {});
+          REQUIRE(accepted(batch.report) == 7);
+          for (std::size_t t = 0; t < 7; ++t) REQUIRE(value(batch.results[t]) == double(t));
+          CHECK(batch.events.empty());
+        }
+      }
     }
   }
 }

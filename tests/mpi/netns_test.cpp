@@ -394,6 +394,8 @@ double root_cpu_share(const std::string& strategy, bool fungible) {
       cpu += batch.root_cpu;
       wall += batch.report.wall;
     }
+    // Each rank reached the root's doorbell from its own namespace, across its link.
+    CHECK(root.doorbells_connected() == kWorkers);
     REQUIRE(cpu > std::chrono::nanoseconds{0});
     share = std::chrono::duration<double>(cpu) / std::chrono::duration<double>(wall);
     std::printf("%s: root CPU %.4f s in %.3f s of rounds (%.2f%%)\n", strategy.c_str(),

@@ -37,6 +37,12 @@ struct RankOptions {
   /// Workers (rank - 1) already known lost, e.g. by the scheduler before this one: they get no
   /// share until they answer.
   std::vector<std::size_t> lost_workers;
+  /// Rank 0 listens on a TCP port of every IPv4 interface, each worker rank connects to it and
+  /// writes a byte after each message it sends, so that rank 0 sleeps until one comes instead
+  /// of polling MPI (whose waits spin). Connections that do not present the scheduler's random
+  /// token are dropped. Off, or when a rank cannot connect (a firewall), or once a connection
+  /// breaks, rank 0 polls MPI at the times it expects answers.
+  bool doorbells = true;
   /// The backup rule of a batch whose plan sets none (Plan::backups()), as
   /// runtime::SchedulerOptions::set_backups() on threads; off by default. A hedged batch (quotas
   /// or an indexed race; a fungible race needs none) has each task answered as it ends, so that
@@ -182,6 +188,9 @@ class RankScheduler {
 
   /// Worker ranks (size - 1).
   [[nodiscard]] std::size_t workers() const noexcept;
+  /// Worker ranks whose doorbell is connected (RankOptions::doorbells); they connect as they
+  /// read the scheduler's first message, so during the first batch.
+  [[nodiscard]] std::size_t doorbells_connected() const noexcept;
   /// Whether worker `worker` (rank worker + 1) is currently stalled or dead.
   [[nodiscard]] bool lost(std::size_t worker) const;
   /// Every loss and return so far.
