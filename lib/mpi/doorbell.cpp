@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
+#include <exception>
+#include <string>
 #include <random>
 
 namespace ata::mpi::detail {
@@ -29,6 +32,50 @@ constexpr auto kConnectWait = std::chrono::seconds(1);
 // Bounds what a malformed invitation or a crowd of strangers can make either side hold.
 constexpr std::size_t kMostAddresses = 64;
 constexpr std::size_t kMostCallers = 64;
+
+// The interfaces Open MPI's TCP transport was told to use (mpirun passes MCA parameters to
+// its ranks in the environment), as subnets ("10.1.0.0/16") or interface names ("eth1").
+std::vector<std::string> mpi_interfaces() {
+  std::vector<std::string> out;
+  const char* include = std::getenv("OMPI_MCA_btl_tcp_if_include");
+  if (include == nullptr) return out;
+  std::string entry;
+  for (const char* c = include;; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!entry.empty()) out.push_back(entry);
+      entry.clear();
+      if (*c == '\0') break;
+    } else {
+      entry += *c;
+    }
+  }
+  return out;
+}
+
+// Whether interface `name` with `address` (network byte order) is one of `interfaces`.
+bool among(const std::vector<std::string>& interfaces, const char* name, std::uint32_t address) {
+  for (const auto& entry : interfaces) {
+    const auto slash = entry.find('/');
+    if (slash == std::string::npos) {
+      if (entry == name) return true;
+      continue;
+    }
+    in_addr subnet{};
+    int bits = -1;
+    try {
+      bits = std::stoi(entry.substr(slash + 1));
+    } catch (const std::exception&) {
+      continue;  // not a subnet Open MPI would take either
+    }
+    if (bits < 0 || bits > 32 ||
+        ::inet_pton(AF_INET, entry.substr(0, slash).c_str(), &subnet) != 1) {
+      continue;
+    }
+    const std::uint32_t mask = bits == 0 ? 0 : ~std::uint32_t{0} << (32 - bits);
+    if ((ntohl(address) & mask) == (ntohl(subnet.s_addr) & mask)) return true;
+  }
+  return false;
+}
 
 void no_delay(int fd) {
   const int on = 1;
@@ -51,7 +98,7 @@ void Fd::reset() noexcept {
 }
 
 Doorbells::Doorbells(std::size_t workers, bool enabled)
-    : bells_(workers), rung_(workers, 0), received_(workers, 0) {
+    : bells_(workers), rung_(workers, 0), received_(workers, 0), news_since_(workers) {
   if (!enabled) return;
   Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!listener) return;
@@ -68,16 +115,26 @@ Doorbells::Doorbells(std::size_t workers, bool enabled)
   }
   ifaddrs* interfaces = nullptr;
   if (::getifaddrs(&interfaces) != 0) return;
+  // The interfaces MPI uses first: a bell on another path (a management network, or here a
+  // bridge beside the relay that delays MPI's interface) may arrive long before or after the
+  // message it announces. Loopback last: from another host (or network namespace) it reaches
+  // the wrong machine.
+  const auto mpi_uses = mpi_interfaces();
+  std::vector<std::uint32_t> others;
   std::vector<std::uint32_t> loopback;
-  for (const ifaddrs* i = interfaces; i != nullptr; i = i->ifa_next) {
+  std::size_t count = 0;
+  for (const ifaddrs* i = interfaces; i != nullptr && count < kMostAddresses; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
     if ((i->ifa_flags & IFF_UP) == 0) continue;
     const auto address = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
-    // Loopback last: from another host (or network namespace) it reaches the wrong machine.
-    auto& list = (i->ifa_flags & IFF_LOOPBACK) != 0 ? loopback : addresses_;
-    if (addresses_.size() + loopback.size() < kMostAddresses) list.push_back(address);
+    auto& list = (i->ifa_flags & IFF_LOOPBACK) != 0      ? loopback
+                 : among(mpi_uses, i->ifa_name, address) ? addresses_
+                                                         : others;
+    list.push_back(address);
+    ++count;
   }
   ::freeifaddrs(interfaces);
+  addresses_.insert(addresses_.end(), others.begin(), others.end());
   addresses_.insert(addresses_.end(), loopback.begin(), loopback.end());
   if (addresses_.empty()) return;
   std::random_device entropy;
@@ -157,6 +214,7 @@ void Doorbells::read_hello(Caller& caller) {
   // rings (MPI and this connection race): then the bell is no news.
   received_[worker] = std::max(received_[worker], sent_before_invitation);
   rung_[worker] = std::max(rung_[worker], sent_before);
+  news_since_[worker] = Clock::now();
   read_rings(worker);
 }
 
@@ -165,6 +223,7 @@ void Doorbells::read_rings(std::size_t worker) {
   for (;;) {
     const auto got = ::read(bells_[worker].get(), buffer.data(), buffer.size());
     if (got > 0) {
+      if (!news(worker)) news_since_[worker] = Clock::now();
       rung_[worker] += static_cast<std::uint64_t>(got);
       // A short read took every byte there was: no second call to hear EAGAIN.
       if (static_cast<std::size_t>(got) < buffer.size()) return;
@@ -186,6 +245,14 @@ bool Doorbells::all_connected() const noexcept {
 std::size_t Doorbells::connected() const noexcept {
   return static_cast<std::size_t>(
       std::count_if(bells_.begin(), bells_.end(), [](const Fd& b) { return bool(b); }));
+}
+
+std::optional<Clock::time_point> Doorbells::news_since() const noexcept {
+  std::optional<Clock::time_point> oldest;
+  for (std::size_t w = 0; w < rung_.size(); ++w) {
+    if (news(w) && (!oldest || news_since_[w] < *oldest)) oldest = news_since_[w];
+  }
+  return oldest;
 }
 
 bool Doorbells::any_news() const noexcept {

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,8 @@ class Doorbells {
     return rung_[worker] > received_[worker];
   }
   [[nodiscard]] bool any_news() const noexcept;
+  // Since when the oldest news has waited for its message (when its bell was read).
+  [[nodiscard]] std::optional<Clock::time_point> news_since() const noexcept;
   // The root received `worker`'s message number `sequence`.
   void received(std::size_t worker, std::uint64_t sequence) noexcept {
     if (sequence > received_[worker]) received_[worker] = sequence;
@@ -93,6 +96,7 @@ class Doorbells {
   std::vector<Fd> bells_;      // per worker
   std::vector<std::uint64_t> rung_;
   std::vector<std::uint64_t> received_;
+  std::vector<Clock::time_point> news_since_;  // per worker, while it has news
   bool hung_up_ = false;  // a worker's connection broke: polling from now on
 };
 
