@@ -9,27 +9,9 @@
 #include <cstring>
 
 #include "ata/core/error.hpp"
+#include "models/file_descriptor.hpp"
 
 namespace ata::detail {
-
-namespace {
-
-// Closes the descriptor on every path out of read_text_file.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
 
 std::string read_text_file(const std::string& path, std::size_t max_bytes, std::string_view what) {
   const auto fail = [&](const std::string& reason) -> std::string {

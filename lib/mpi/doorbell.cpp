@@ -84,19 +84,6 @@ void no_delay(int fd) {
 
 }  // namespace
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-void Fd::reset() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 Doorbells::Doorbells(std::size_t workers, bool enabled)
     : bells_(workers), rung_(workers, 0), received_(workers, 0), news_since_(workers) {
   if (!enabled) return;

@@ -13,39 +13,21 @@
 // number than it has received; the messages sent between the invitation and the hello count
 // as rung, those before the invitation answered an earlier scheduler and are not waited for.
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <optional>
-#include <utility>
 #include <vector>
 
+#include "models/file_descriptor.hpp"
 #include "wire.hpp"
 
 namespace ata::mpi::detail {
 
 using Clock = std::chrono::steady_clock;
 
-// A file descriptor, closed with its owner.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  void reset() noexcept;
-
- private:
-  int fd_ = -1;
-};
+using Fd = ata::detail::FileDescriptor;
 
 // The root's side: a listener on every IPv4 interface and one connection per worker rank.
 // One thread.
