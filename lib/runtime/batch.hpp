@@ -49,15 +49,18 @@ struct Recovery {
   std::size_t retries = 0;          // attempts after the first, per task
   double stuck_after = 16.0;        // x a lane's mean: past it, the lane counts as stuck
   std::vector<WorkerStats> learned;  // each lane's learned times when the batch was planned
-  DeadlineTimer* timer = nullptr;   // wakes an idle lane when a running task becomes overdue
+  // Wakes an idle lane when a running task becomes overdue; for a batch without a blocking
+  // caller (`caller`), who runs the timer while it waits.
+  DeadlineTimer* timer = nullptr;
   // Per lane, the restart budget in seconds (+infinity: none); empty: no restarts. A copy that
   // has run its lane's budget is stopped, discarded, censored and started afresh there.
   std::vector<double> restart_after;
   // Set when the caller handed the task over: it owns the task body, and the batch completes
   // as soon as every index has a result, late copies finishing on their own.
   std::shared_ptr<void> owner;
-  // A blocking caller waiting for the batch, which the batch may summon to run the caller
-  // lane's part again; nullptr: none (no caller lane, or an asynchronous batch).
+  // A blocking caller waiting for the batch: it runs the batch's timer (CallerWaiter::wake_at)
+  // and, with a caller lane, may be summoned to run that lane's part again; nullptr: an
+  // asynchronous batch, whose timer is `timer`.
   CallerWaiter* caller = nullptr;
   // Where the batch's tracked state comes from and goes back to when the batch is destroyed;
   // nullptr: a state of its own.
@@ -189,6 +192,12 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Runs the task enter_for_task() gave on `worker`, then leaves the batch.
   void run_entered_task(Lane& worker, std::size_t task) noexcept;
 
+  // Tracked batches: the moment the batch's timer was armed for has come (on the deadline
+  // timer's thread, or on the blocking caller's: CallerWaiter::wake_at()). Stops the copies
+  // past their restart budgets, sends an idle lane to help, or re-arms. Thread-safe; nothing
+  // once the batch is complete.
+  void on_timer() noexcept;
+
   QueueEntry& entry(std::size_t worker) noexcept override { return logs_[worker].entry; }
   void run(Lane& worker) noexcept override;
   void abandon(std::size_t worker, const std::exception_ptr& reason) noexcept override;
@@ -304,9 +313,6 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // the lane that has just started a copy, whose deadlines cannot come before a timer already
   // armed (kNoLane: a lane left, or the timer fired).
   void arm_timer(std::size_t starting = kNoLane) noexcept;
-  // On the timer's thread: stops the copies past their restart budgets, sends an idle lane
-  // to help, or re-arms.
-  void on_timer() noexcept;
   // The least time until a running copy reaches its lane's restart budget (+infinity: none);
   // with `request`, first requests stop of every copy that has run its budget.
   double restarts_due(bool request) noexcept;

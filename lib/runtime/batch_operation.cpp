@@ -290,7 +290,7 @@ void BatchOperation::submit_now() {
               recovery->restart_after[i] = plan.restart_after(i);
             }
           }
-          if (core.caller_lane() < workers) recovery->caller = caller_waiter();
+          recovery->caller = caller_waiter();
         }
       }
     } catch (const std::bad_alloc&) {
@@ -503,23 +503,18 @@ void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_
   start_blocking();
   if (has_caller_share()) {
     // Its part, then again each time the batch summons it (a backup copy to run), until done.
-    const auto woken = [&] {
-      return done_.load(std::memory_order_acquire) || summoned_.load(std::memory_order_acquire);
-    };
     while (!done_.load(std::memory_order_acquire)) {
       summoned_.store(false, std::memory_order_relaxed);
       run_caller_share();
-      if (!spin_until(woken, spin)) {
-        std::unique_lock lock(mutex_);
-        finished_.wait(lock, woken);
-      }
+      wait(
+          [&] {
+            return done_.load(std::memory_order_acquire) ||
+                   summoned_.load(std::memory_order_acquire);
+          },
+          spin);
     }
   }
-  const auto done = [&] { return done_.load(std::memory_order_acquire); };
-  if (!spin_until(done, spin)) {
-    std::unique_lock lock(mutex_);
-    finished_.wait(lock, done);
-  }
+  wait([&] { return done_.load(std::memory_order_acquire); }, spin);
   drop_caller_share();
   std::exception_ptr error;
   switch (finish(report, slot_order, error)) {
@@ -537,6 +532,47 @@ void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_
       "a batch of B = " + std::to_string(batch_size()) + " missed its deadline of " +
       ata::detail::to_text(std::chrono::duration<double, std::milli>(options().deadline).count()) +
       " ms");
+}
+
+template <class Ready>
+void BlockingOperation::wait(Ready ready, std::chrono::nanoseconds spin) {
+  const auto woken = [&] {
+    if (ready()) return true;
+    const Clock::rep at = timer_at_.load(std::memory_order_acquire);
+    return at != kNoTimer && at <= Clock::now().time_since_epoch().count();
+  };
+  while (!ready()) {
+    if (!spin_until(woken, spin)) {
+      std::unique_lock lock(mutex_);
+      while (!woken()) {
+        const Clock::rep at = timer_at_.load(std::memory_order_acquire);
+        if (at == kNoTimer) {
+          finished_.wait(lock);
+        } else {
+          finished_.wait_until(lock, Clock::time_point(Clock::duration(at)));
+        }
+      }
+    }
+    if (Batch* batch = take_due_timer()) batch->on_timer();
+  }
+}
+
+Batch* BlockingOperation::take_due_timer() noexcept {
+  Clock::rep at = timer_at_.load(std::memory_order_acquire);
+  if (at == kNoTimer || at > Clock::now().time_since_epoch().count()) return nullptr;
+  // A wake_at() since the load set another moment: that one is taken when it comes.
+  if (!timer_at_.compare_exchange_strong(at, kNoTimer, std::memory_order_acq_rel)) return nullptr;
+  return timed_.load(std::memory_order_relaxed);
+}
+
+void BlockingOperation::wake_at(Batch& batch, Clock::time_point when) noexcept {
+  timed_.store(&batch, std::memory_order_relaxed);
+  const Clock::rep at = when.time_since_epoch().count();
+  // A waiter asleep until a later moment (or none) must wake sooner; one polling sees it.
+  if (at < timer_at_.exchange(at, std::memory_order_acq_rel)) {
+    std::lock_guard lock(mutex_);
+    finished_.notify_all();
+  }
 }
 
 void BlockingOperation::summon_caller() noexcept {

@@ -125,8 +125,13 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   me.restarting = false;
   me.in_chunk = chunk;
   const double mean = mean_of(i);
-  me.stuck_after =
-      mean > 0.0 ? t.recovery.stuck_after * mean : std::numeric_limits<double>::infinity();
+  // A lane counts as stuck no sooner than a copy earns a backup (min_overdue, 1 ms by
+  // default on threads): tasks of microseconds pass any multiple of their mean whenever the
+  // lane loses its core for a moment, and the timer armed for that moment would wake every
+  // few batches, taking a core from the lanes.
+  const double least_stuck = t.rule.options().min_overdue.value_or(0.0);
+  me.stuck_after = mean > 0.0 ? std::max(t.recovery.stuck_after * mean, least_stuck)
+                              : std::numeric_limits<double>::infinity();
   TaskClock::Ticks since = clock_.now();
   me.current_start.store(since, std::memory_order_relaxed);
   me.current.store(pick.task, std::memory_order_release);
@@ -134,10 +139,10 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   // of microseconds, whose lane is stuck only if the chunk overruns as a whole. Saturated: a
   // stuck_after of +inf (or one too long for the clock) is never reached.
   const auto chunk_wall = Lane::Clock::now();
-  worker.mark_task(chunk_wall,
-                   mean > 0.0 ? saturating_after(chunk_wall, me.stuck_after *
-                                                                 static_cast<double>(pick.end - pick.task))
-                              : Lane::Clock::time_point::max());
+  const double chunk_allowance = std::max(
+      t.recovery.stuck_after * mean * static_cast<double>(pick.end - pick.task), least_stuck);
+  worker.mark_task(chunk_wall, mean > 0.0 ? saturating_after(chunk_wall, chunk_allowance)
+                                          : Lane::Clock::time_point::max());
   arm_timer(i);
   TaskContext ctx(pick.task, i, me.stop.get_token());
   // Without restart budgets, a chunk's copy that wins, the usual case, needs no mutex.
@@ -514,6 +519,13 @@ void Batch::arm_timer(std::size_t starting) noexcept {
   const auto when = saturating_after(DeadlineTimer::Clock::now(), wait);
   if (when == DeadlineTimer::Clock::time_point::max()) return;
   if (t.timer && t.timer_at <= when) return;
+  if (t.recovery.caller != nullptr) {
+    // The blocking caller waits anyway: it runs the timer (the id is never used).
+    t.recovery.caller->wake_at(*this, when);
+    t.timer = DeadlineTimer::Id{0};
+    t.timer_at = when;
+    return;
+  }
   if (t.timer) t.recovery.timer->cancel(*t.timer);
   t.timer.reset();
   try {
@@ -635,7 +647,13 @@ void Batch::release() noexcept {
   Tracked& t = *tracked_;
   std::lock_guard lock(t.mutex);
   t.released = true;
-  if (t.timer) t.recovery.timer->cancel(*t.timer);
+  if (t.timer) {
+    if (t.recovery.caller != nullptr) {
+      t.recovery.caller->wake_at(*this, DeadlineTimer::Clock::time_point::max());
+    } else {
+      t.recovery.timer->cancel(*t.timer);
+    }
+  }
   t.timer.reset();
   // Copies still running (a batch that owns its task completes without them): their time so
   // far counts, as worker time and as a censored observation.

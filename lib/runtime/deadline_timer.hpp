@@ -18,6 +18,8 @@ class DeadlineTimer {
  public:
   using Clock = std::chrono::steady_clock;
   using Id = std::uint64_t;
+  // The thread's name (Linux: /proc/<pid>/task/<tid>/comm).
+  static constexpr const char* kThreadName = "ata-timer";
 
   DeadlineTimer() = default;
   // Stops the thread; entries not yet expired never fire.

@@ -7,7 +7,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -85,6 +90,23 @@ class WorkQueue {
   std::jthread thread_;  // last: it stops and joins first
 };
 
+// How often the scheduler's timer thread (named "ata-timer", Linux) has slept and been woken
+// so far; nullopt where /proc does not tell.
+std::optional<long> timer_thread_wakeups() {
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "ata-timer") continue;
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      constexpr std::string_view kKey = "voluntary_ctxt_switches:";
+      if (line.starts_with(kKey)) return std::stol(line.substr(kKey.size()));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 TEST_CASE("scheduler options refuse bad backup settings", "[runtime][stragglers][errors]") {
@@ -148,6 +170,41 @@ TEST_CASE("a worker 50x slower on some tasks: backups give each result once, soo
   std::lock_guard lock(policy.mutex());
   CHECK(policy.stats(0).censored_count() >= 1);
   CHECK(policy.stats(0).censored_sum() > 0.0);
+}
+
+TEST_CASE(
+    "a blocking run's caller is its batch's timer: a straggler is backed up without waking the "
+    "timer thread",
+    "[runtime][stragglers]") {
+  constexpr std::size_t kWorkers = 2;
+  constexpr std::size_t kBatch = 4;
+  rt::WorkerPool pool(kWorkers);
+  ata::UniformPolicy policy(kWorkers);
+  // Backups once a copy has run 2 ms: the other lane has left the batch by then, so only the
+  // timer can send it back.
+  rt::BatchScheduler scheduler(
+      pool, policy,
+      rt::SchedulerOptions{}.set_backups(
+          ata::BackupOptions{}.set_mode(ata::BackupMode::copies).set_min_overdue(2e-3)));
+  const std::optional<long> wakeups_before = timer_thread_wakeups();
+  if (!wakeups_before) SKIP("no thread named ata-timer in /proc/self/task");
+  Straggler straggler;
+  for (int round = 0; round < 3; ++round) {
+    auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
+      if (round == 2 && ctx.task() == 0 && ctx.worker() == 0) {
+        straggler(ctx);  // its backup copy, on worker 1, naps as the others
+      } else {
+        nap(ctx, 1ms);
+      }
+      return ctx.task();
+    });
+    check_exactly_once(values, report, kBatch);
+    if (round == 2) CHECK(report.backup_copies == 1);
+  }
+  CHECK(straggler.ran == 1);
+  CHECK(straggler.stopped == 1);
+  // The blocking caller ran the timer while it waited: the timer thread slept throughout.
+  CHECK(timer_thread_wakeups() == wakeups_before);
 }
 
 TEST_CASE("backups work the same on posted lanes", "[runtime][stragglers]") {

@@ -94,11 +94,12 @@ class SchedulerOptions {
   SchedulerOptions& set_backups(const BackupOptions& options);
   /// The multiple of a worker's learned mean past which a task of a tracked batch (backups,
   /// retries or restart budgets, the scheduler's or the plan's) still running marks the
-  /// worker stuck (> 1, else ata::InvalidArgument, NaN included; 16 by default): allocation
-  /// skips it until the task returns. +inf (or a multiple so large that the moment is beyond
-  /// the clock's range) means never: no worker is quarantined. Untracked batches do not watch
-  /// their running tasks, so they mark no worker stuck themselves; their plans do avoid the
-  /// workers tracked batches marked.
+  /// worker stuck (> 1, else ata::InvalidArgument, NaN included; 16 by default), and never
+  /// sooner than a copy earns a backup (BackupOptions::min_overdue, kDefaultMinOverdue
+  /// unless set): allocation skips it until the task returns. +inf (or a multiple so large that the
+  /// moment is beyond the clock's range) means never: no worker is quarantined. Untracked batches
+  /// do not watch their running tasks, so they mark no worker stuck themselves; their plans do
+  /// avoid the workers tracked batches marked.
   SchedulerOptions& set_stuck_after(double multiple);
   /// How often a task that throws is run again, on another worker where there is one, before
   /// the batch fails with its last exception (0 by default: the first exception fails the

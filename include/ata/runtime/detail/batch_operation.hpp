@@ -30,14 +30,19 @@ class Batch;
 class CallerLane;
 class OperationBatch;
 
-/// A blocking caller that waits for its batch and runs the caller lane's part of it
-/// (CallerLanePool): the batch summons it, as it would queue a lane again,
-/// to run a backup copy.
+/// A blocking caller that waits for its batch. It runs the batch's timer while it waits (a
+/// timer thread would take a core from the lanes to wake, and a futex call, batch after
+/// batch), and the caller lane's part of the batch (CallerLanePool): the batch summons it,
+/// as it would queue a lane again, to run a backup copy.
 class CallerWaiter {
  public:
   /// Wakes the waiting caller to run its part of the batch again. Called under the batch's
   /// lock, while the batch is not yet complete; must not block or throw.
   virtual void summon_caller() noexcept = 0;
+  /// Asks the waiting caller to call batch.on_timer() once `when` has come, in place of any
+  /// moment asked before (time_point::max(): none). Called under the batch's lock, while the
+  /// batch is not yet complete; must not block or throw.
+  virtual void wake_at(Batch& batch, std::chrono::steady_clock::time_point when) noexcept = 0;
 
  protected:
   ~CallerWaiter() = default;
@@ -176,14 +181,27 @@ class BlockingOperation final : public BatchOperation, public CallerWaiter {
   void run(RoundReport& report, std::vector<std::size_t>& slot_order);
 
  private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::rep kNoTimer = Clock::time_point::max().time_since_epoch().count();
+
   void on_finished() noexcept override;
   CallerWaiter* caller_waiter() noexcept override { return this; }
   void summon_caller() noexcept override;
+  void wake_at(Batch& batch, Clock::time_point when) noexcept override;
+  // Waits until `ready()`: polls for the pool's idle spin, then sleeps on finished_; runs the
+  // batch's timer whenever its moment comes meanwhile.
+  template <class Ready>
+  void wait(Ready ready, std::chrono::nanoseconds spin);
+  // Takes the timer's moment if it has come (once: a later wake_at() may set another).
+  [[nodiscard]] Batch* take_due_timer() noexcept;
 
-  // The waiter polls done_ (and summoned_), then sleeps on finished_; on_finished() and
-  // summon_caller() notify under mutex_, so the wake-up cannot slip between check and sleep.
+  // The waiter polls done_ (and summoned_, and the timer), then sleeps on finished_;
+  // on_finished(), summon_caller() and wake_at() notify under mutex_, so the wake-up cannot
+  // slip between check and sleep.
   std::atomic<bool> done_{false};
   std::atomic<bool> summoned_{false};
+  std::atomic<Clock::rep> timer_at_{kNoTimer};  // wake_at()'s moment, since the clock's epoch
+  std::atomic<Batch*> timed_{nullptr};          // wake_at()'s batch, published by timer_at_
   std::mutex mutex_;
   std::condition_variable finished_;
 };
