@@ -38,6 +38,7 @@ namespace ata::runtime::detail {
 
 namespace {
 constexpr std::size_t kNoLane = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t kNoTask = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 const std::vector<Censored>& Batch::censored() const noexcept {
@@ -101,15 +102,16 @@ void Batch::run_tracked(Lane& worker) {
   }
 }
 
-std::size_t Batch::chunk_length(std::size_t lane, std::size_t available) const noexcept {
+std::size_t Batch::chunk_length(std::size_t lane, std::size_t available,
+                                std::size_t most) const noexcept {
   // A restart budget is armed as each copy starts, under the mutex.
   if (!tracked_->recovery.restart_after.empty()) return 1;
   const double mean = mean_of(lane);
   if (!(mean > 0.0)) return 1;
   const double fit = kChunkSpan / mean;
-  const std::size_t length =
-      fit >= static_cast<double>(kMaxChunk) ? kMaxChunk
-                                            : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
+  const std::size_t length = fit >= static_cast<double>(most)
+                                 ? most
+                                 : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
   return std::min(length, available);
 }
 
@@ -151,6 +153,8 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   // The running task's start in the batch's time: each starts where the previous ended, one
   // addition per task (as in an untracked share).
   std::chrono::nanoseconds record_start = elapsed(origin_ticks_, since);
+  const std::chrono::nanoseconds chunk_start = record_start;
+  std::size_t give_back = kNoTask;  // the first task handed back to the share, if any
   std::size_t own_ran = 0;
   std::int64_t won_ns = 0;
   std::size_t won = 0;
@@ -161,6 +165,10 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       if (task != pick.task) {
         // Only a decided batch requests stop, and its results are not wanted any more.
         if (stop_.stop_requested()) break;
+        if (pick.source == Source::own && record_start - chunk_start > kChunkOverrun) {
+          give_back = task;
+          break;
+        }
         me.current_start.store(since, std::memory_order_relaxed);
         me.current.store(task, std::memory_order_release);
       }
@@ -221,6 +229,8 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   if (!lock.owns_lock()) lock.lock();
   worker.clear_task();
   me.in_chunk = false;
+  // The share's unstarted tasks start where the chunk ended: no one takes below its front.
+  if (give_back != kNoTask) me.front = give_back;
   me.finished_ns += won_ns;
   me.finished += won;
   if (own_ran > 0) {
@@ -363,7 +373,7 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   // 2. Its own share, from the front, a chunk at a time.
   if (me.front < me.back) {
     const std::size_t first = me.front;
-    me.front += chunk_length(lane, me.back - me.front);
+    me.front += chunk_length(lane, me.back - me.front, kMaxOwnChunk);
     return {Source::own, first, me.front};
   }
   // 2b. A racer: the race's next unstarted indices.
