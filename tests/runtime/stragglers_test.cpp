@@ -90,6 +90,15 @@ class WorkQueue {
   std::jthread thread_;  // last: it stops and joins first
 };
 
+// Runs `rounds` batches of `batch` tasks, checking that each gives every result once.
+template <class Task>
+void run_checked(rt::BatchScheduler& scheduler, std::size_t batch, const Task& task, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    auto [values, report] = scheduler.run(batch, task);
+    check_exactly_once(values, report, batch);
+  }
+}
+
 // How often the scheduler's timer thread (named "ata-timer", Linux) has slept and been woken
 // so far; nullopt where /proc does not tell.
 std::optional<long> timer_thread_wakeups() {
@@ -152,10 +161,7 @@ TEST_CASE("a worker 50x slower on some tasks: backups give each result once, soo
     }
     return ctx.task();
   };
-  for (int warm_up = 0; warm_up < 3; ++warm_up) {
-    auto [values, report] = scheduler.run(kBatch, task);
-    check_exactly_once(values, report, kBatch);
-  }
+  run_checked(scheduler, kBatch, task, 3);
   spikes = true;
   auto [values, report] = scheduler.run(kBatch, task);
   check_exactly_once(values, report, kBatch);
@@ -220,10 +226,7 @@ TEST_CASE("a chunk sized by a mean that no longer holds gives its unstarted task
     if (slow && ctx.worker() == 0) nap(ctx, 100us);
     return ctx.task();
   };
-  for (int warm_up = 0; warm_up < 5; ++warm_up) {
-    auto [values, report] = scheduler.run(kBatch, task);
-    check_exactly_once(values, report, kBatch);
-  }
+  run_checked(scheduler, kBatch, task, 5);
   slow = true;
   auto [values, report] = scheduler.run(kBatch, task);
   check_exactly_once(values, report, kBatch);
