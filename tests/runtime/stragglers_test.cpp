@@ -99,20 +99,27 @@ void run_checked(rt::BatchScheduler& scheduler, std::size_t batch, const Task& t
   }
 }
 
-// How often the scheduler's timer thread (named "ata-timer", Linux) has slept and been woken
-// so far; nullopt where /proc does not tell.
+// The scheduler's timer thread (named "ata-timer", Linux) once it sleeps: how often it has
+// slept and been woken so far. nullopt where /proc does not tell, or if it never sleeps
+// within a second.
 std::optional<long> timer_thread_wakeups() {
-  std::error_code error;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    if (!std::getline(comm, name) || name != "ata-timer") continue;
-    std::ifstream status(task.path() / "status");
-    for (std::string line; std::getline(status, line);) {
-      constexpr std::string_view kKey = "voluntary_ctxt_switches:";
-      if (line.starts_with(kKey)) return std::stol(line.substr(kKey.size()));
+  const auto give_up = std::chrono::steady_clock::now() + 1s;
+  do {
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (!std::getline(comm, name) || name != "ata-timer") continue;
+      std::ifstream status(task.path() / "status");
+      bool asleep = false;
+      for (std::string line; std::getline(status, line);) {
+        if (line.starts_with("State:")) asleep = line.find("S (sleeping)") != std::string::npos;
+        constexpr std::string_view kKey = "voluntary_ctxt_switches:";
+        if (asleep && line.starts_with(kKey)) return std::stol(line.substr(kKey.size()));
+      }
     }
-  }
+    std::this_thread::sleep_for(1ms);
+  } while (std::chrono::steady_clock::now() < give_up);
   return std::nullopt;
 }
 
@@ -193,7 +200,7 @@ TEST_CASE(
       rt::SchedulerOptions{}.set_backups(
           ata::BackupOptions{}.set_mode(ata::BackupMode::copies).set_min_overdue(2e-3)));
   const std::optional<long> wakeups_before = timer_thread_wakeups();
-  if (!wakeups_before) SKIP("no thread named ata-timer in /proc/self/task");
+  if (!wakeups_before) SKIP("no sleeping thread named ata-timer in /proc/self/task");
   Straggler straggler;
   for (int round = 0; round < 3; ++round) {
     auto [values, report] = scheduler.run(kBatch, [&](const rt::TaskContext& ctx) {
@@ -205,7 +212,8 @@ TEST_CASE(
       return ctx.task();
     });
     check_exactly_once(values, report, kBatch);
-    if (round == 2) CHECK(report.backup_copies == 1);
+    // Under load a 1 ms nap may pass 2 ms and earn a copy too.
+    if (round == 2) CHECK(report.backup_copies >= 1);
   }
   CHECK(straggler.ran == 1);
   CHECK(straggler.stopped == 1);
@@ -222,8 +230,8 @@ TEST_CASE("a chunk sized by a mean that no longer holds gives its unstarted task
   rt::BatchScheduler scheduler(pool, *policy, with_backups());  // take-overs on
   bool slow = false;
   const auto task = [&](const rt::TaskContext& ctx) {
-    // Worker 0's tasks turn 100 us long, a thousand times its learned mean.
-    if (slow && ctx.worker() == 0) nap(ctx, 100us);
+    // Worker 0's tasks turn 1 ms long, ten thousand times its learned mean.
+    if (slow && ctx.worker() == 0) nap(ctx, 1ms);
     return ctx.task();
   };
   run_checked(scheduler, kBatch, task, 5);
@@ -231,8 +239,8 @@ TEST_CASE("a chunk sized by a mean that no longer holds gives its unstarted task
   auto [values, report] = scheduler.run(kBatch, task);
   check_exactly_once(values, report, kBatch);
   // Worker 0's first chunk, sized to 20 us by its mean of tens of nanoseconds, holds hundreds
-  // of its tasks (tens of milliseconds of sleeps) unless it hands them back once it has run
-  // 80 us; then worker 1 takes them over. Measured: 0 to 61 ran on worker 0.
+  // of its tasks (hundreds of milliseconds of sleeps) unless it hands them back once it has
+  // run 80 us; then worker 1 takes them over, however late it comes back.
   const auto on_0 =
       std::count_if(report.tasks.begin(), report.tasks.end(),
                     [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; });
