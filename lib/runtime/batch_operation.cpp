@@ -536,11 +536,7 @@ void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_
 
 template <class Ready>
 void BlockingOperation::wait(Ready ready, std::chrono::nanoseconds spin) {
-  const auto woken = [&] {
-    if (ready()) return true;
-    const Clock::rep at = timer_at_.load(std::memory_order_acquire);
-    return at != kNoTimer && at <= Clock::now().time_since_epoch().count();
-  };
+  const auto woken = [&] { return ready() || due(timer_at_.load(std::memory_order_acquire)); };
   while (!ready()) {
     if (!spin_until(woken, spin)) {
       std::unique_lock lock(mutex_);
@@ -559,7 +555,7 @@ void BlockingOperation::wait(Ready ready, std::chrono::nanoseconds spin) {
 
 Batch* BlockingOperation::take_due_timer() noexcept {
   Clock::rep at = timer_at_.load(std::memory_order_acquire);
-  if (at == kNoTimer || at > Clock::now().time_since_epoch().count()) return nullptr;
+  if (!due(at)) return nullptr;
   // A wake_at() since the load set another moment: that one is taken when it comes.
   if (!timer_at_.compare_exchange_strong(at, kNoTimer, std::memory_order_acq_rel)) return nullptr;
   return timed_.load(std::memory_order_relaxed);

@@ -10,19 +10,20 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "ata/ata.hpp"
 #include "ata/runtime/posted_lanes.hpp"
+#include "runtime/deadline_timer.hpp"
 #include "support/exactly_once.hpp"
 #include "support/nap.hpp"
 #include "support/without_backups.hpp"
@@ -99,7 +100,7 @@ void run_checked(rt::BatchScheduler& scheduler, std::size_t batch, const Task& t
   }
 }
 
-// The scheduler's timer thread (named "ata-timer", Linux) once it sleeps: how often it has
+// The scheduler's timer thread (DeadlineTimer::kThreadName, Linux) once it sleeps: how often it has
 // slept and been woken so far. nullopt where /proc does not tell, or if it never sleeps
 // within a second.
 std::optional<long> timer_thread_wakeups() {
@@ -109,7 +110,7 @@ std::optional<long> timer_thread_wakeups() {
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
       std::ifstream comm(task.path() / "comm");
       std::string name;
-      if (!std::getline(comm, name) || name != "ata-timer") continue;
+      if (!std::getline(comm, name) || name != rt::detail::DeadlineTimer::kThreadName) continue;
       std::ifstream status(task.path() / "status");
       bool asleep = false;
       for (std::string line; std::getline(status, line);) {

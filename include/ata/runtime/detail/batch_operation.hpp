@@ -192,6 +192,10 @@ class BlockingOperation final : public BatchOperation, public CallerWaiter {
   // batch's timer whenever its moment comes meanwhile.
   template <class Ready>
   void wait(Ready ready, std::chrono::nanoseconds spin);
+  // Whether the timer's moment `at` (kNoTimer: none) has come; reads the clock only if set.
+  [[nodiscard]] static bool due(Clock::rep at) noexcept {
+    return at != kNoTimer && at <= Clock::now().time_since_epoch().count();
+  }
   // Takes the timer's moment if it has come (once: a later wake_at() may set another).
   [[nodiscard]] Batch* take_due_timer() noexcept;
 
