@@ -297,15 +297,7 @@ void Batch::interrupt(const std::exception_ptr& reason) noexcept {
 std::chrono::nanoseconds Batch::run_task(Lane& worker, TaskContext& ctx, std::size_t task,
                                          TaskClock::Ticks& since) {
   ctx.task_ = task;
-  try {
-    worker.run_slowed(body_, ctx, round_);
-  } catch (...) {
-    const auto end = clock_.now();
-    if (mode_ != Dispatch::allocated)
-      record(worker.index(), {task, elapsed(since, end), kDiscarded, since});
-    since = end;
-    throw;
-  }
+  worker.run_slowed(body_, ctx, round_);
   const auto end = clock_.now();
   const auto duration = elapsed(since, end);
   since = end;
@@ -399,92 +391,79 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
   // With restart budgets, each sample has a stop source of its own, which the timer stops at
   // the racer's budget; the racer then starts a fresh sample under the same number.
   RacerSample* const racer = racers_ ? &racers_[i] : nullptr;
-  SampleSource source = samples_of(i);
+  // Its samples' numbers: its quota's own first (a mixed plan), then the race's counter if it
+  // races (every lane of a pure race does).
+  std::size_t own = has_shares() ? first_task_[i] : 0;
+  const std::size_t own_end = own + allocation_[i];
+  const bool races = !has_shares() || races_[i];
   std::size_t task = 0;
   bool again = false;   // the last sample restarted: its fresh one keeps its number
   ShiftedMoments kept;  // the times of its results that were kept
   auto since = clock_.now();
   // Relaxed is enough: the results themselves are published when the workers leave.
-  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested() &&
-         (std::exchange(again, false) || next_sample(source, task))) {
+  while (accepted_.load(std::memory_order_relaxed) < batch_ && !stop_.stop_requested()) {
+    if (!std::exchange(again, false)) {
+      if (own < own_end) {
+        task = own++;
+      } else if (races) {
+        task = next_task_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        break;
+      }
+    }
     // The batch's stop (its B-th result, or its decision) stops a sample's own source too.
     std::optional<std::stop_callback<ForwardStop>> forward;
     if (racer != nullptr) {
       start_sample(i, ctx);
       forward.emplace(stop_.get_token(), ForwardStop{racer->stop});
     }
-    std::chrono::nanoseconds duration{0};
     const auto started = since;
+    std::chrono::nanoseconds duration{0};
     std::exception_ptr error;
     try {
       duration = run_task(worker, ctx, task, since);
     } catch (...) {
-      error = std::current_exception();  // run_task recorded it, discarded
+      error = std::current_exception();
+      since = clock_.now();  // its end, where the next sample's time starts
+      duration = elapsed(started, since);
     }
     // Every sample started ends here, its timer disarmed: nothing above escapes the loop.
-    if (racer != nullptr && end_sample(i)) {
-      // Stopped at its budget: whatever it ended with is discarded, and a fresh sample starts.
-      auto& ran = logs_[i].ran;
-      if (!error) {
-        record(i, {task, duration, kRestarted, started});
-      } else if (!ran.empty() && ran.back().task == task) {
-        ran.back().slot = kRestarted;  // run_task recorded it as discarded
+    const bool restarted = racer != nullptr && end_sample(i);
+    // A result claims the next slot; past B it is surplus, discarded.
+    std::size_t slot = restarted ? kRestarted : kDiscarded;
+    if (!restarted && !error) {
+      const std::size_t claimed = accepted_.fetch_add(1, std::memory_order_relaxed);
+      if (claimed < batch_) {
+        body_.accept(i, claimed);
+        slot = claimed;
       }
+    }
+    record(i, {task, duration, slot, started});
+    if (restarted) {
+      // Stopped at its budget: whatever it ended with is discarded, and a fresh sample starts.
       restarts_.fetch_add(1, std::memory_order_relaxed);
       again = true;
-      continue;
+    } else if (error) {
+      // A task ending once B results are in is surplus, whatever it ends with (often an
+      // exception to honour its stop request): its exception is discarded with it. Before
+      // that, it fails the batch, as a task of any mode does, unless retries are left: a new
+      // task then replaces it. It claims no result slot, so every claimed slot is filled.
+      if (accepted_.load(std::memory_order_relaxed) < batch_ &&
+          failures_.fetch_add(1, std::memory_order_relaxed) >= failures_allowed_) {
+        std::rethrow_exception(error);
+      }
+    } else if (slot < batch_) {
+      kept.add(duration);
+      // The B-th result is claimed: whatever still runs is surplus. The outcome is settled
+      // when the workers inside have left (their accept() may still fail).
+      if (slot + 1 == batch_) {
+        last_result_ = since;
+        stop_.request_stop();
+        close();
+      }
     }
-    if (error) {
-      if (!tolerates_failure()) std::rethrow_exception(error);
-      continue;
-    }
-    if (take_greedy_result(i, task, duration, started, since)) kept.add(duration);
   }
   if (timing_ == Timing::summaries) logs_[i].summary = kept.stats();
-}
-
-Batch::SampleSource Batch::samples_of(std::size_t lane) const noexcept {
-  if (!has_shares()) return {};
-  return {first_task_[lane], first_task_[lane] + allocation_[lane], races_[lane]};
-}
-
-bool Batch::next_sample(SampleSource& source, std::size_t& task) noexcept {
-  if (source.next < source.end) {
-    task = source.next++;
-    return true;
-  }
-  if (!source.races) return false;
-  task = next_task_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-bool Batch::tolerates_failure() noexcept {
-  // A task ending once B results are in is surplus, whatever it ends with (often an exception
-  // to honour its stop request): its exception is discarded with it. Before that, it fails
-  // the batch, as a task of any mode does, unless retries are left: a new task then replaces
-  // it. It claims no result slot, so every claimed slot is filled.
-  return accepted_.load(std::memory_order_relaxed) >= batch_ ||
-         failures_.fetch_add(1, std::memory_order_relaxed) < failures_allowed_;
-}
-
-bool Batch::take_greedy_result(std::size_t lane, std::size_t task,
-                               std::chrono::nanoseconds duration, TaskClock::Ticks started,
-                               TaskClock::Ticks ended) {
-  const std::size_t slot = accepted_.fetch_add(1, std::memory_order_relaxed);
-  if (slot >= batch_) {
-    record(lane, {task, duration, kDiscarded, started});
-    return false;
-  }
-  body_.accept(lane, slot);
-  record(lane, {task, duration, slot, started});
-  // The B-th result is claimed: whatever still runs is surplus. The outcome is settled when
-  // the workers inside have left (their accept() may still fail).
-  if (slot + 1 == batch_) {
-    last_result_ = ended;
-    stop_.request_stop();
-    close();
-  }
-  return true;
 }
 
 void Batch::start_sample(std::size_t lane, TaskContext& ctx) {

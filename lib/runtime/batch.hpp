@@ -336,22 +336,6 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void release() noexcept;
   void run_allocated(Lane& worker, TaskContext& ctx);
   void run_greedy(Lane& worker, TaskContext& ctx);
-  // Where a lane of a fungible race takes its samples' numbers: its quota's own indices first
-  // (a mixed plan), then the race's counter if it races.
-  struct SampleSource {
-    std::size_t next = 0;
-    std::size_t end = 0;
-    bool races = true;
-  };
-  [[nodiscard]] SampleSource samples_of(std::size_t lane) const noexcept;
-  // The next sample's number from `source`; false when the lane has no more to run.
-  [[nodiscard]] bool next_sample(SampleSource& source, std::size_t& task) noexcept;
-  // A racer's task threw: whether the race goes on (surplus, or a retry left).
-  [[nodiscard]] bool tolerates_failure() noexcept;
-  // A racer's result: the next result slot, or surplus past B; the B-th ends the race.
-  // Returns whether it was kept (a slot).
-  bool take_greedy_result(std::size_t lane, std::size_t task, std::chrono::nanoseconds duration,
-                          TaskClock::Ticks started, TaskClock::Ticks ended);
   // A fungible race with restart budgets (racers_): starts a sample on racer `lane`, with a
   // fresh stop source if the last one was stopped (in `ctx`), and a timer for its budget.
   void start_sample(std::size_t lane, TaskContext& ctx);
@@ -367,7 +351,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   void run_allocated_timing_chunk(Lane& worker, TaskContext& ctx);
   // Runs task `task` and returns its duration, timed from `since`, which it then moves to the
   // task's end: one clock read per task. A task's time thus includes the scheduler's few
-  // nanoseconds of bookkeeping before it. A task that throws is logged as discarded.
+  // nanoseconds of bookkeeping before it. A task that throws leaves `since` as it was.
   std::chrono::nanoseconds run_task(Lane& worker, TaskContext& ctx, std::size_t task,
                                     TaskClock::Ticks& since);
   // The time from `since` to `end` (0 if the ticks went backwards, as a TSC read on another
