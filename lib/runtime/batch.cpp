@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -603,49 +604,30 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     return;
   }
 
-  // Every race number handed out was run and logged. A pure race without restarts ran each
-  // of 0..ran-1 once, so each record has its place without sorting. Otherwise numbers repeat
-  // (a restarted sample's fresh one keeps its number) or are left out (quotas the B-th result
-  // cut short): the records are sorted by number, then start.
-  std::size_t ran = 0;
-  for (const auto& log : logs_) ran += log.ran.size();
-  report.tasks.resize(ran);
-  std::vector<std::size_t> accepted(workers, 0);
-  std::vector<std::size_t> slot_by_number(fungible_ ? ran : 0);
-  const auto place = [&](std::size_t k, std::size_t worker, const RanTask& r) {
-    const bool kept = r.slot < kRestarted;
-    report.tasks[k] = TaskRecord{r.task, worker, r.duration, kept, elapsed(origin_ticks_, r.start)};
-    report.busy[worker] += r.duration;
-    accepted[worker] += kept ? 1 : 0;
-    if (fungible_) slot_by_number[k] = r.slot;
-  };
-  if (mode_ != Dispatch::mixed && restarts_.load(std::memory_order_relaxed) == 0) {
-    for (std::size_t i = 0; i < workers; ++i) {
-      for (const RanTask& r : logs_[i].ran) place(r.task, i, r);
-    }
-  } else {
-    std::vector<std::pair<std::size_t, const RanTask*>> by_number;  // (worker, record)
-    by_number.reserve(ran);
-    for (std::size_t i = 0; i < workers; ++i) {
-      for (const RanTask& r : logs_[i].ran) by_number.emplace_back(i, &r);
-    }
-    std::sort(by_number.begin(), by_number.end(), [](const auto& a, const auto& b) {
-      return a.second->task != b.second->task ? a.second->task < b.second->task
-                                              : a.second->start < b.second->start;
-    });
-    for (std::size_t k = 0; k < ran; ++k) place(k, by_number[k].first, *by_number[k].second);
+  // Every number handed out was run and logged: the records are placed by number, then start,
+  // each number's place counted first. A number's repeats (a restarted sample's fresh one
+  // keeps it) are on one lane, in the order they ran; numbers are left out where the B-th
+  // result cut quotas short.
+  std::vector<std::size_t> place(next_task_.load(std::memory_order_relaxed) + 1, 0);
+  for (const auto& log : logs_) {
+    for (const RanTask& r : log.ran) ++place[r.task + 1];
   }
-  report.allocation = Allocation(std::move(accepted));
-  if (fungible_) {
-    report.retries = std::min(failures_.load(std::memory_order_relaxed), failures_allowed_);
-    report.restarts = restarts_.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < workers; ++i) {
-      for (const RanTask& r : logs_[i].ran) {
-        if (r.slot == kRestarted) {
-          surplus_.push_back({i, std::chrono::duration<double>(r.duration).count()});
-          continue;
-        }
-        if (r.slot != kDiscarded) continue;
+  std::partial_sum(place.begin(), place.end(), place.begin());
+  report.tasks.resize(place.back());
+  std::vector<std::size_t> accepted(workers, 0);
+  std::vector<std::size_t> slot_by_number(fungible_ ? place.back() : 0);
+  for (std::size_t i = 0; i < workers; ++i) {
+    for (const RanTask& r : logs_[i].ran) {
+      const std::size_t k = place[r.task]++;
+      const bool kept = r.slot < kRestarted;
+      report.tasks[k] = TaskRecord{r.task, i, r.duration, kept, elapsed(origin_ticks_, r.start)};
+      report.busy[i] += r.duration;
+      accepted[i] += kept ? 1 : 0;
+      if (!fungible_) continue;
+      slot_by_number[k] = r.slot;
+      if (r.slot == kRestarted) {
+        surplus_.push_back({i, std::chrono::duration<double>(r.duration).count()});
+      } else if (r.slot == kDiscarded) {
         // A copy that started before the B-th result and ended after it was running then: it
         // ran at least until then.
         const auto until = elapsed(r.start, last_result_);
@@ -654,6 +636,11 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
         }
       }
     }
+  }
+  report.allocation = Allocation(std::move(accepted));
+  if (fungible_) {
+    report.retries = std::min(failures_.load(std::memory_order_relaxed), failures_allowed_);
+    report.restarts = restarts_.load(std::memory_order_relaxed);
     slot_order.reserve(batch_);
     for (std::size_t slot : slot_by_number) {
       if (slot < kRestarted) slot_order.push_back(slot);
