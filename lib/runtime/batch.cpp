@@ -75,8 +75,7 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       restart_after_ = recovery->restart_after;
       restart_timer_ = recovery->timer;
     }
-  }
-  if (recovery && !fungible_) {
+  } else if (recovery) {
     tracked_ = make_tracked(std::move(*recovery), workers, batch);
     for (std::size_t i = 0; i < workers; ++i) {
       const std::size_t first = has_shares() ? first_task_[i] : 0;
@@ -216,29 +215,27 @@ std::exception_ptr Batch::take_error() noexcept {
 }
 
 void Batch::run(Lane& worker) noexcept {
-  if (!try_enter()) {  // closed: the task body may be gone already
-    if (has_shares()) settle_share(worker);
-    if (tracked_) {
-      std::lock_guard lock(tracked_->mutex);
-      tracked_->lane[worker.index()].summoned = false;
+  const bool entered = try_enter();  // else closed: the task body may be gone already
+  if (entered) {
+    TaskContext ctx(0, worker.index(), stop_.get_token());
+    try {
+      if (tracked_) {
+        run_tracked(worker);
+      } else if (mode_ == Dispatch::allocated) {
+        run_allocated(worker, ctx);
+      } else {
+        // An untracked race is a fungible one (greedy, alone or beside quotas).
+        run_greedy(worker, ctx);
+      }
+    } catch (...) {
+      decide(Outcome::failed, std::current_exception());
     }
-    return;
-  }
-  TaskContext ctx(0, worker.index(), stop_.get_token());
-  try {
-    if (tracked_) {
-      run_tracked(worker);
-    } else if (mode_ == Dispatch::allocated) {
-      run_allocated(worker, ctx);
-    } else {
-      // An untracked race is a fungible one (greedy, alone or beside quotas).
-      run_greedy(worker, ctx);
-    }
-  } catch (...) {
-    decide(Outcome::failed, std::current_exception());
+  } else if (tracked_) {
+    std::lock_guard lock(tracked_->mutex);
+    tracked_->lane[worker.index()].summoned = false;
   }
   if (has_shares()) settle_share(worker);
-  leave();
+  if (entered) leave();
 }
 
 bool Batch::enter_for_task(std::size_t& task) noexcept {
