@@ -269,13 +269,8 @@ void Batch::abandon(std::size_t worker, const std::exception_ptr& reason) noexce
     Tracked::LaneState& lane = tracked_->lane[worker];
     if (lane.summoned) {
       lane.summoned = false;
-      if (!retry_stranded()) {
-        // A lane inside may still leave the retry behind: it then fails the batch with this.
-        if (!tracked_->summon_lost) tracked_->summon_lost = reason;
-        return;
-      }
-      lock.unlock();
-      decide(Outcome::failed, reason);
+      if (!tracked_->summon_lost) tracked_->summon_lost = reason;
+      fail_if_stranded(lock);
       return;
     }
   }

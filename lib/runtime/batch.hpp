@@ -330,6 +330,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Whether a retry waits with no lane to come for it: none inside, summoned, or still to
   // reach its share (a summoned lane never came).
   [[nodiscard]] bool retry_stranded() const noexcept;
+  // With the mutex held (`lock`, released to decide): if a summoned lane never came and a retry
+  // is stranded, fails the batch with the first such lane's reason (summon_lost).
+  void fail_if_stranded(std::unique_lock<BriefLock>& lock) noexcept;
   // A lane other than `failed` that may be summoned to retry a task; npos when none.
   [[nodiscard]] std::size_t retry_lane(std::size_t failed) const noexcept;
   // Ends tracking at completion: what still runs is recorded as stopped and censored.

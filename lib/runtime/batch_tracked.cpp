@@ -94,12 +94,7 @@ void Batch::run_tracked(Lane& worker) {
   }
   me.inside = false;
   arm_timer();
-  if (retry_stranded() && t.summon_lost) {
-    // The lane summoned for a retry never came, and no other lane will take it.
-    std::exception_ptr reason = std::exchange(t.summon_lost, nullptr);
-    lock.unlock();
-    decide(Outcome::failed, std::move(reason));
-  }
+  fail_if_stranded(lock);
 }
 
 std::size_t Batch::chunk_length(std::size_t lane, std::size_t available,
@@ -608,10 +603,7 @@ void Batch::summon(std::size_t lane) noexcept {
     std::unique_lock lock(tracked_->mutex);
     tracked_->lane[lane].summoned = false;
     if (!tracked_->summon_lost) tracked_->summon_lost = std::current_exception();
-    if (!retry_stranded()) return;
-    std::exception_ptr reason = std::exchange(tracked_->summon_lost, nullptr);
-    lock.unlock();
-    decide(Outcome::failed, std::move(reason));
+    fail_if_stranded(lock);
   }
 }
 
@@ -626,6 +618,13 @@ bool Batch::retry_stranded() const noexcept {
     }
   }
   return true;
+}
+
+void Batch::fail_if_stranded(std::unique_lock<BriefLock>& lock) noexcept {
+  if (!tracked_->summon_lost || !retry_stranded()) return;
+  std::exception_ptr reason = std::exchange(tracked_->summon_lost, nullptr);
+  lock.unlock();
+  decide(Outcome::failed, std::move(reason));
 }
 
 std::size_t Batch::retry_lane(std::size_t failed) const noexcept {
