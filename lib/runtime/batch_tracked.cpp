@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <ranges>
 #include <utility>
 
 #include "runtime/batch.hpp"
@@ -154,6 +155,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   std::int64_t won_ns = 0;
   std::size_t won = 0;
   bool lane_done = false;
+  std::exception_ptr failure;
   lock.unlock();
   try {
     for (std::size_t task = pick.task; task < pick.end; ++task) {
@@ -215,15 +217,12 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       lock.unlock();
     }
   } catch (...) {
-    if (!lock.owns_lock()) lock.lock();
-    me.current.store(Tracked::kIdle, std::memory_order_release);
-    me.in_chunk = false;
-    worker.clear_task();
-    throw;
+    failure = std::current_exception();  // thrown once its copy ended: `current` is idle
   }
   if (!lock.owns_lock()) lock.lock();
   worker.clear_task();
   me.in_chunk = false;
+  if (failure) std::rethrow_exception(failure);
   // The share's unstarted tasks start where the chunk ended: no one takes below its front.
   if (give_back != kNoTask) me.front = give_back;
   me.finished_ns += won_ns;
@@ -381,15 +380,9 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   // whatever the backups. Its caller is on a core now, where that lane may not have reached
   // the batch yet (asleep, or busy with an earlier one), or may have lost its core mid-share.
   if (lane == caller_lane_) {
-    std::size_t most = 0;
-    std::size_t victim = kNoLane;
-    for (std::size_t j = 0; j < t.lane.size(); ++j) {
-      if (t.lane[j].back - t.lane[j].front > most) {
-        most = t.lane[j].back - t.lane[j].front;
-        victim = j;
-      }
-    }
-    if (victim != kNoLane) return take_over(victim);
+    const auto unstarted = [](const Tracked::LaneState& state) { return state.back - state.front; };
+    const auto victim = std::ranges::max_element(t.lane, {}, unstarted);
+    if (unstarted(*victim) > 0) return take_over(static_cast<std::size_t>(victim - t.lane.begin()));
   }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled()) return {};
@@ -491,10 +484,9 @@ void Batch::arm_timer(std::size_t starting) noexcept {
   }
   // A backup copy needs a lane to summon: while none is free, the timer is not armed for one
   // (a lane arms it as it leaves the batch).
-  bool helper = false;
-  if (t.rule.options().enabled()) {
-    for (std::size_t j = 0; j < t.lane.size() && !helper; ++j) helper = can_summon(j);
-  }
+  const bool helper = t.rule.options().enabled() &&
+                      std::ranges::any_of(std::views::iota(std::size_t{0}, t.lane.size()),
+                                          [&](std::size_t j) { return can_summon(j); });
   if (!helper && t.recovery.restart_after.empty()) return;
   double wait = restarts_due(false);
   if (helper) {
