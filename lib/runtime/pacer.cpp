@@ -53,9 +53,7 @@ void Pacer::submit(const std::shared_ptr<Batch>& batch) {
     batches_.push_back(batch);
     // A new batch posts again to lanes whose work was dropped, as a submission to them does.
     for (LaneState& state : lanes_state_) state.lost = false;
-    const double now = seconds_now();
-    wake_parked(now, woken);
-    recheck = recheck_at(now);
+    recheck = wake_parked(seconds_now(), woken);
     return woken;
   });
   arm(recheck);
@@ -84,8 +82,7 @@ void Pacer::run(Lane& lane) noexcept {
       }
       // Every decision looks at the parked lanes again: cheap when none qualifies, as the
       // rule stops at the fastest one.
-      wake_parked(now, me.to_wake);
-      recheck = recheck_at(now);
+      recheck = wake_parked(now, me.to_wake);
     }
     arm(recheck);
     queue_on(me.to_wake);
@@ -141,19 +138,20 @@ std::shared_ptr<Batch> Pacer::pick(std::size_t lane, double now, std::size_t& ta
   }
 }
 
-void Pacer::wake_parked(double now, std::vector<std::size_t>& out) noexcept {
+std::optional<double> Pacer::wake_parked(double now, std::vector<std::size_t>& out) noexcept {
   std::size_t waiting = prune();
   for (const std::size_t j : by_speed_) {
-    if (waiting == 0) return;
+    if (waiting == 0) break;
     LaneState& state = lanes_state_[j];
     if (state.active || state.lost) continue;
-    if (ata::reached_by_others(paced_, j, now, waiting, kStartGrace) >= waiting) return;
+    if (ata::reached_by_others(paced_, j, now, waiting, kStartGrace) >= waiting) break;
     // Counted as busy from now on, so that the next parked lane is judged with it working.
     state.active = paced_[j].busy = paced_[j].pending = true;
     paced_[j].started = now;
     --waiting;
     out.push_back(j);
   }
+  return recheck_at(now);
 }
 
 std::optional<double> Pacer::recheck_at(double now) noexcept {
@@ -207,9 +205,7 @@ void Pacer::recheck() noexcept {
   {
     std::lock_guard lock(mutex_);
     recheck_armed_ = false;
-    const double now = seconds_now();
-    wake_parked(now, woken);
-    again = recheck_at(now);
+    again = wake_parked(seconds_now(), woken);
   }
   arm(again);
   queue_on(woken);

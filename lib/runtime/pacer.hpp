@@ -76,8 +76,10 @@ class Pacer final : public Chunk, public std::enable_shared_from_this<Pacer> {
   std::shared_ptr<Batch> pick(std::size_t lane, double now, std::size_t& task) noexcept;
   // Drops the batches that are closed or have no task left, and counts the waiting tasks.
   std::size_t prune() noexcept;
-  // Marks active, in `out`, the parked lanes that the rule gives a task now, fastest first.
-  void wake_parked(double now, std::vector<std::size_t>& out) noexcept;
+  // Marks active, in `out`, the parked lanes that the rule gives a task now, fastest first;
+  // returns recheck_at(now) for the lanes still parked.
+  [[nodiscard]] std::optional<double> wake_parked(double now,
+                                                  std::vector<std::size_t>& out) noexcept;
 
   // Under mutex_: when to look at the parked lanes again, if tasks wait while a lane is
   // parked and no check is armed (it then counts as armed). Task ends and submissions
