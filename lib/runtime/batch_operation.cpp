@@ -355,23 +355,17 @@ void BatchOperation::cancel(BatchStatus reason) noexcept {
     std::lock_guard lock(mutex_);
     if (stage_ == Stage::finished || requested_) return;
     requested_ = reason;
-    if (stage_ == Stage::queued) {
-      if (!scheduler_.engine_->admission.withdraw(ticket_))
-        return;  // being admitted: launch() sees requested_
-      stage_ = Stage::finished;
-      status_ = reason;
-    } else if (stage_ == Stage::running) {
+    if (stage_ == Stage::running) {
       running = running_;
-    } else {
-      return;  // created or admitted: launch() sees requested_
+    } else if (stage_ != Stage::queued || !scheduler_.engine_->admission.withdraw(ticket_)) {
+      return;  // created, admitted or being admitted: launch() sees requested_
     }
   }
   if (running) {
     running->cancel();  // may complete the batch, and so this operation, on this thread
-    return;
+  } else {
+    finish_unsubmitted(reason, nullptr, false);  // withdrawn from the queue: no slot held
   }
-  disarm_deadline();
-  on_finished();
 }
 
 void BatchOperation::batch_completed(Batch& batch) noexcept {
@@ -501,18 +495,15 @@ void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_
   // Read before the batch starts: one of its tasks may destroy the pool.
   const auto spin = idle_spin();
   start_blocking();
-  if (has_caller_share()) {
-    // Its part, then again each time the batch summons it (a backup copy to run), until done.
-    while (!done_.load(std::memory_order_acquire)) {
-      summoned_.store(false, std::memory_order_relaxed);
-      run_caller_share();
-      wait(
-          [&] {
-            return done_.load(std::memory_order_acquire) ||
-                   summoned_.load(std::memory_order_acquire);
-          },
-          spin);
-    }
+  // Its part, then again each time the batch summons it (a backup copy to run), until done.
+  while (has_caller_share() && !done_.load(std::memory_order_acquire)) {
+    summoned_.store(false, std::memory_order_relaxed);
+    run_caller_share();
+    wait(
+        [&] {
+          return done_.load(std::memory_order_acquire) || summoned_.load(std::memory_order_acquire);
+        },
+        spin);
   }
   wait([&] { return done_.load(std::memory_order_acquire); }, spin);
   drop_caller_share();
