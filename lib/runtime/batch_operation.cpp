@@ -251,9 +251,8 @@ void BatchOperation::submit_now() {
         pacer->set_means(means);
       } else {
         // The plan's own backups and retries override the scheduler's, as in the simulator.
-        // Quotas and indexed races with any of them are tracked, and so are quotas with an
-        // indexed race; a fungible race takes its retries and restart budgets alone
-        // (Batch::run_greedy).
+        // Quotas with any of them are tracked (an indexed race always is, below); a fungible
+        // race takes its retries and restart budgets alone (Batch::run_greedy).
         const Dispatch dispatch = plan.dispatch();
         const bool fungible = !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
         BackupOptions backups = plan.backups().value_or(options.backups());
