@@ -320,6 +320,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // the lane that has just started a copy, whose deadlines cannot come before a timer already
   // armed (kNoLane: a lane left, or the timer fired).
   void arm_timer(std::size_t starting = kNoLane) noexcept;
+  // Sets the timer for `when`, unless it is set for that moment or sooner already.
+  void set_timer(DeadlineTimer::Clock::time_point when) noexcept;
   // The least time until a running copy reaches its lane's restart budget (+infinity: none);
   // with `request`, first requests stop of every copy that has run its budget.
   double restarts_due(bool request) noexcept;

@@ -488,6 +488,17 @@ void Batch::arm_timer(std::size_t starting) noexcept {
                       std::ranges::any_of(std::views::iota(std::size_t{0}, t.lane.size()),
                                           [&](std::size_t j) { return can_summon(j); });
   if (!helper && t.recovery.restart_after.empty()) return;
+  // Before the batch's origin + min_overdue no copy is overdue and no lane stuck (both are
+  // floored at min_overdue, and every copy started after the origin): until then the timer
+  // is set for that moment without the rule's view, a look at every lane's state under the
+  // lock as each lane starts and leaves; the timer builds it then. Most batches end sooner.
+  if (t.recovery.restart_after.empty()) {
+    const auto floor = saturating_after(origin_, t.rule.options().min_overdue.value_or(0.0));
+    if (DeadlineTimer::Clock::now() < floor) {
+      set_timer(floor);
+      return;
+    }
+  }
   double wait = restarts_due(false);
   if (helper) {
     describe(kNoLane);
@@ -513,7 +524,11 @@ void Batch::arm_timer(std::size_t starting) noexcept {
   if (!(wait < std::numeric_limits<double>::infinity())) return;
   // Saturated: a wait too long for the clock (a threshold of 1e300, a min_overdue of
   // nanoseconds::max()) is never, not a moment in the past that fires at once, again and again.
-  const auto when = saturating_after(DeadlineTimer::Clock::now(), wait);
+  set_timer(saturating_after(DeadlineTimer::Clock::now(), wait));
+}
+
+void Batch::set_timer(DeadlineTimer::Clock::time_point when) noexcept {
+  Tracked& t = *tracked_;
   if (when == DeadlineTimer::Clock::time_point::max()) return;
   if (t.timer && t.timer_at <= when) return;
   if (t.recovery.caller != nullptr) {
