@@ -320,6 +320,9 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // the lane that has just started a copy, whose deadlines cannot come before a timer already
   // armed (kNoLane: a lane left, or the timer fired).
   void arm_timer(std::size_t starting = kNoLane) noexcept;
+  // The batch's origin + min_overdue: no copy is overdue, and no lane stuck, sooner (both are
+  // floored at min_overdue, and every copy starts after the origin).
+  [[nodiscard]] DeadlineTimer::Clock::time_point overdue_floor() const noexcept;
   // Sets the timer for `when`, unless it is set for that moment or sooner already.
   void set_timer(DeadlineTimer::Clock::time_point when) noexcept;
   // The least time until a running copy reaches its lane's restart budget (+infinity: none);

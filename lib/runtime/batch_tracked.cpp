@@ -386,6 +386,12 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled()) return {};
+  // Until the overdue floor the rule can only take unstarted tasks over: with none left,
+  // there is nothing to ask it (the view is a look at every lane's state).
+  if (std::ranges::none_of(t.lane, [](const auto& state) { return state.back > state.front; }) &&
+      DeadlineTimer::Clock::now() < overdue_floor()) {
+    return {};
+  }
   describe(lane);
   const BackupAction action = t.rule.next(t.view);
   switch (action.kind) {
@@ -488,12 +494,11 @@ void Batch::arm_timer(std::size_t starting) noexcept {
                       std::ranges::any_of(std::views::iota(std::size_t{0}, t.lane.size()),
                                           [&](std::size_t j) { return can_summon(j); });
   if (!helper && t.recovery.restart_after.empty()) return;
-  // Before the batch's origin + min_overdue no copy is overdue and no lane stuck (both are
-  // floored at min_overdue, and every copy started after the origin): until then the timer
-  // is set for that moment without the rule's view, a look at every lane's state under the
-  // lock as each lane starts and leaves; the timer builds it then. Most batches end sooner.
+  // Until the overdue floor the timer is set for it without the rule's view, a look at every
+  // lane's state under the lock as each lane starts and leaves; the timer builds it then.
+  // Most batches end sooner.
   if (t.recovery.restart_after.empty()) {
-    const auto floor = saturating_after(origin_, t.rule.options().min_overdue.value_or(0.0));
+    const auto floor = overdue_floor();
     if (DeadlineTimer::Clock::now() < floor) {
       set_timer(floor);
       return;
@@ -525,6 +530,10 @@ void Batch::arm_timer(std::size_t starting) noexcept {
   // Saturated: a wait too long for the clock (a threshold of 1e300, a min_overdue of
   // nanoseconds::max()) is never, not a moment in the past that fires at once, again and again.
   set_timer(saturating_after(DeadlineTimer::Clock::now(), wait));
+}
+
+DeadlineTimer::Clock::time_point Batch::overdue_floor() const noexcept {
+  return saturating_after(origin_, tracked_->rule.options().min_overdue.value_or(0.0));
 }
 
 void Batch::set_timer(DeadlineTimer::Clock::time_point when) noexcept {
