@@ -494,15 +494,11 @@ void Batch::arm_timer(std::size_t starting) noexcept {
                       std::ranges::any_of(std::views::iota(std::size_t{0}, t.lane.size()),
                                           [&](std::size_t j) { return can_summon(j); });
   if (!helper && t.recovery.restart_after.empty()) return;
-  // Until the overdue floor the timer is set for it without the rule's view, a look at every
-  // lane's state under the lock as each lane starts and leaves; the timer builds it then.
-  // Most batches end sooner.
-  if (t.recovery.restart_after.empty()) {
-    const auto floor = overdue_floor();
-    if (DeadlineTimer::Clock::now() < floor) {
-      set_timer(floor);
-      return;
-    }
+  // Until the overdue floor the timer is set for it without the rule's view (a look at every
+  // lane's state, under the lock as each lane starts and leaves): most batches end sooner.
+  if (t.recovery.restart_after.empty() && DeadlineTimer::Clock::now() < overdue_floor()) {
+    set_timer(overdue_floor());
+    return;
   }
   double wait = restarts_due(false);
   if (helper) {
