@@ -379,8 +379,8 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   // 2c. The caller lane: a chunk from the back of the most unstarted tasks any lane has left,
   // whatever the backups. Its caller is on a core now, where that lane may not have reached
   // the batch yet (asleep, or busy with an earlier one), or may have lost its core mid-share.
+  const auto unstarted = [](const Tracked::LaneState& state) { return state.back - state.front; };
   if (lane == caller_lane_) {
-    const auto unstarted = [](const Tracked::LaneState& state) { return state.back - state.front; };
     const auto victim = std::ranges::max_element(t.lane, {}, unstarted);
     if (unstarted(*victim) > 0) return take_over(static_cast<std::size_t>(victim - t.lane.begin()));
   }
@@ -388,8 +388,7 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   if (!me.helps || !t.rule.options().enabled()) return {};
   // Until the overdue floor the rule can only take unstarted tasks over: with none left,
   // there is nothing to ask it (the view is a look at every lane's state).
-  if (std::ranges::none_of(t.lane, [](const auto& state) { return state.back > state.front; }) &&
-      DeadlineTimer::Clock::now() < overdue_floor()) {
+  if (std::ranges::none_of(t.lane, unstarted) && DeadlineTimer::Clock::now() < overdue_floor()) {
     return {};
   }
   describe(lane);
@@ -496,9 +495,12 @@ void Batch::arm_timer(std::size_t starting) noexcept {
   if (!helper && t.recovery.restart_after.empty()) return;
   // Until the overdue floor the timer is set for it without the rule's view (a look at every
   // lane's state, under the lock as each lane starts and leaves): most batches end sooner.
-  if (t.recovery.restart_after.empty() && DeadlineTimer::Clock::now() < overdue_floor()) {
-    set_timer(overdue_floor());
-    return;
+  if (t.recovery.restart_after.empty()) {
+    const auto floor = overdue_floor();
+    if (DeadlineTimer::Clock::now() < floor) {
+      set_timer(floor);
+      return;
+    }
   }
   double wait = restarts_due(false);
   if (helper) {
