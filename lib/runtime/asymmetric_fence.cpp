@@ -33,11 +33,19 @@ bool AsymmetricFence::heavy_store_load(std::atomic_ref<std::uint8_t> flag,
                                        std::atomic_ref<std::uint8_t> other,
                                        std::uint8_t set) const noexcept {
   (void)flag.exchange(set, std::memory_order_seq_cst);
+  heavy_barrier();
+  return other.load(std::memory_order_seq_cst) == set;
+}
+
+void AsymmetricFence::heavy_barrier() const noexcept {
 #if defined(__linux__) && defined(__NR_membarrier)
   // Registered at construction, so it cannot fail.
-  if (membarrier_) (void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+  if (membarrier_) {
+    (void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+    return;
+  }
 #endif
-  return other.load(std::memory_order_seq_cst) == set;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 }  // namespace ata::runtime::detail

@@ -3,7 +3,8 @@
 // the result of a task it ran) pays a compiler barrier, the rare side (a lane starting a
 // backup copy of that task) a membarrier(2) system call that makes every thread of the
 // process pass a full barrier. Either side then sees the other's store, as with a fence on
-// both. Where the kernel lacks membarrier, both sides use seq_cst read-modify-writes instead.
+// both. Where the kernel lacks membarrier, both sides use seq_cst read-modify-writes (or
+// fences) instead.
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +29,15 @@ class AsymmetricFence {
     (void)flag.exchange(set, std::memory_order_seq_cst);
     return other.load(std::memory_order_seq_cst) == set;
   }
+  // The same barriers for other variables: each side stores, passes its barrier, then loads.
+  void light_barrier() const noexcept {
+    if (membarrier_) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+  }
+  void heavy_barrier() const noexcept;
   // The rare side: `flag` set to `set`, then `other` read; whether `other` was set.
   [[nodiscard]] bool heavy_store_load(std::atomic_ref<std::uint8_t> flag,
                                       std::atomic_ref<std::uint8_t> other,

@@ -311,6 +311,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Whether lane `lane` may be summoned to help: it has a role, reached the batch, and is out
   // of it now, not summoned already.
   [[nodiscard]] bool can_summon(std::size_t lane) const noexcept;
+  // A lane whose own chunk has unstarted tasks left while its copy has run kChunkSpan, longer
+  // than a chunk is meant to take: it has stalled (lost its core, most likely), and the
+  // caller lane may take the rest over. kNoLane if none; `wait`: the least time until a
+  // chunk in progress has stalled (0: one has; +infinity: none).
+  [[nodiscard]] std::size_t stalled_chunk(double& wait) const noexcept;
   // The rule's view of the batch now; `helper`: the one lane available, or all idle ones.
   void describe(std::size_t helper) noexcept;
   // Lane `lane`'s learned mean: the policy's when allocated, with this batch's finished
@@ -458,6 +463,12 @@ struct Batch::Tracked {
     std::atomic<std::size_t> current{kIdle};       // the task it runs a copy of now
     std::atomic<TaskClock::Ticks> current_start{0};  // since when
     std::atomic<std::size_t> wins{0};              // results it claimed (all_results_in())
+    // Its own chunk's tasks: the one it starts, and the end it may run to (0 outside own
+    // chunks), which the caller lane lowers, under the mutex, to take over the rest from a
+    // lane that stalled mid-chunk. Each side stores, passes AsymmetricFence's barrier, then
+    // loads the other's: of the two, at least one sees the other's store.
+    std::atomic<std::size_t> started{0};
+    std::atomic<std::size_t> limit{0};
     ShiftedMoments won;  // the lane's own: the accepted copies' times, for its summary
     // Under the mutex.
     std::size_t front = 0;  // its share's unstarted tasks are [front, back): it takes the

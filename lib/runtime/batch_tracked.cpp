@@ -162,9 +162,19 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
       if (task != pick.task) {
         // Only a decided batch requests stop, and its results are not wanted any more.
         if (stop_.stop_requested()) break;
-        if (pick.source == Source::own && record_start - chunk_start > kChunkOverrun) {
-          give_back = task;
-          break;
+        if (pick.source == Source::own) {
+          if (record_start - chunk_start > kChunkOverrun) {
+            give_back = task;
+            break;
+          }
+          // The caller lane may have taken the rest over (pick_task): settled under the mutex.
+          me.started.store(task, std::memory_order_relaxed);
+          fence.light_barrier();
+          if (task >= me.limit.load(std::memory_order_relaxed)) {
+            lock.lock();
+            if (task >= me.limit.load(std::memory_order_relaxed)) break;
+            lock.unlock();
+          }
         }
         me.current_start.store(since, std::memory_order_relaxed);
         me.current.store(task, std::memory_order_release);
@@ -223,8 +233,10 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
   worker.clear_task();
   me.in_chunk = false;
   if (failure) std::rethrow_exception(failure);
-  // The share's unstarted tasks start where the chunk ended: no one takes below its front.
-  if (give_back != kNoTask) me.front = give_back;
+  me.limit.store(0, std::memory_order_relaxed);
+  // The share's unstarted tasks start where the chunk ended: no one takes below its front
+  // (nor at or past its back, which the caller lane may have lowered into the chunk).
+  if (give_back != kNoTask) me.front = std::min(give_back, me.back);
   me.finished_ns += won_ns;
   me.finished += won;
   if (own_ran > 0) {
@@ -368,6 +380,8 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   if (me.front < me.back) {
     const std::size_t first = me.front;
     me.front += chunk_length(lane, me.back - me.front, kMaxOwnChunk);
+    me.started.store(first, std::memory_order_relaxed);
+    me.limit.store(me.front, std::memory_order_relaxed);
     return {Source::own, first, me.front};
   }
   // 2b. A racer: the race's next unstarted indices.
@@ -383,6 +397,22 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
   if (lane == caller_lane_) {
     const auto victim = std::ranges::max_element(t.lane, {}, unstarted);
     if (unstarted(*victim) > 0) return take_over(static_cast<std::size_t>(victim - t.lane.begin()));
+    // With none left, the rest of a chunk whose lane has stalled in it (lost its core): all
+    // of it after the task that lane started, which is its own.
+    double wait = 0.0;
+    if (const std::size_t stalled = stalled_chunk(wait); stalled != kNoLane) {
+      Tracked::LaneState& from = t.lane[stalled];
+      const std::size_t end = from.limit.load(std::memory_order_relaxed);
+      from.limit.store(from.started.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      AsymmetricFence::instance().heavy_barrier();
+      const std::size_t first = from.started.load(std::memory_order_relaxed) + 1;
+      from.limit.store(std::min(first, end), std::memory_order_relaxed);
+      if (first < end) {
+        from.front = from.back = first;
+        t.takeovers += end - first;
+        return {Source::take_over, first, end};
+      }
+    }
   }
   // 3. Help, if it had a share or races (so that backups never undo the allocation's choice).
   if (!me.helps || !t.rule.options().enabled()) return {};
@@ -411,6 +441,24 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
       break;
   }
   return {};
+}
+
+std::size_t Batch::stalled_chunk(double& wait) const noexcept {
+  const TaskClock::Ticks now = clock_.now();
+  std::size_t stalled = kNoLane;
+  wait = std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < tracked_->lane.size(); ++j) {
+    const Tracked::LaneState& lane = tracked_->lane[j];
+    const auto start = lane.current_start.load(std::memory_order_relaxed);
+    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
+    if (lane.limit.load(std::memory_order_relaxed) <=
+        lane.started.load(std::memory_order_relaxed) + 1) {
+      continue;
+    }
+    wait = std::min(wait, std::max(kChunkSpan - ran, 0.0));
+    if (ran >= kChunkSpan) stalled = j;
+  }
+  return stalled;
 }
 
 void Batch::describe(std::size_t helper) noexcept {
@@ -467,6 +515,7 @@ double Batch::mean_of(std::size_t lane) const noexcept {
 
 bool Batch::can_summon(std::size_t lane) const noexcept {
   // The caller lane only while its blocking caller waits for the batch (not in async_run()).
+  if (lane >= tracked_->lane.size()) return false;  // kNoLane: a pool without a caller lane
   const Tracked::LaneState& state = tracked_->lane[lane];
   return state.helps && state.entered && !state.inside && !state.summoned &&
          (lane != caller_lane_ || tracked_->recovery.caller != nullptr);
@@ -485,7 +534,13 @@ void Batch::arm_timer(std::size_t starting) noexcept {
       soonest = std::min(soonest, restart_budget(starting));
     }
     if (t.rule.options().take_overs()) soonest = std::min(soonest, t.lane[starting].stuck_after);
+    if (can_summon(caller_lane_)) soonest = std::min(soonest, kChunkSpan);
     if (t.timer_at <= saturating_after(DeadlineTimer::Clock::now(), soonest)) return;
+  }
+  // The caller lane, out of work, looks again when a chunk in progress would have stalled.
+  if (double wait = 0.0; can_summon(caller_lane_)) {
+    (void)stalled_chunk(wait);
+    set_timer(saturating_after(DeadlineTimer::Clock::now(), wait));
   }
   // A backup copy needs a lane to summon: while none is free, the timer is not armed for one
   // (a lane arms it as it leaves the batch).
@@ -563,21 +618,29 @@ void Batch::on_timer() noexcept {
   t.timer.reset();
   if (t.released || stop_.stop_requested()) return;
   restarts_due(true);
-  describe(kNoLane);
-  const BackupAction action = t.rule.next(t.view);
-  if (action.kind == BackupAction::Kind::none) {
-    arm_timer();
-    return;
+  // The caller lane for a chunk stalled in its lane (pick_task takes the rest over), else the
+  // lane the rule names.
+  double wait = 0.0;
+  std::size_t helper =
+      can_summon(caller_lane_) && stalled_chunk(wait) != kNoLane ? caller_lane_ : kNoLane;
+  if (helper == kNoLane) {
+    describe(kNoLane);
+    const BackupAction action = t.rule.next(t.view);
+    if (action.kind == BackupAction::Kind::none) {
+      arm_timer();
+      return;
+    }
+    helper = action.worker;
   }
-  t.lane[action.worker].summoned = true;
+  t.lane[helper].summoned = true;
   arm_timer();  // for the restart budgets and the other idle lanes
-  if (action.worker == caller_lane_) {
+  if (helper == caller_lane_) {
     // Under the lock: the caller waits, alive, until the batch is complete.
     t.recovery.caller->summon_caller();
     return;
   }
   lock.unlock();
-  summon(action.worker);
+  summon(helper);
 }
 
 double Batch::restart_budget(std::size_t lane) const noexcept {

@@ -244,6 +244,74 @@ TEST_CASE("a batch the caller would end within kCallerAloneWork runs on the call
   CHECK(spread.report.allocation[kWorkers - 1] < 6);
 }
 
+TEST_CASE("the caller takes over the rest of a chunk whose lane stalled in it",
+          "[runtime][caller][stragglers]") {
+  // Worker 0 is the pool's one thread, worker 1 the caller lane. Once the means are learned,
+  // worker 0 runs its share in chunks of several empty tasks; it stalls in the second task
+  // of its first chunk (as a thread that lost its core) until every other task has run. Only
+  // the caller can run the rest of that chunk, and the stalled task ends without a timeout.
+  rt::CallerLanePool pool(1);
+  auto policy = ata::make_policy("uta", 2);
+  // Whatever the backups: the caller takes over from a lane that stalled.
+  const bool backups = GENERATE(true, false);
+  CAPTURE(backups);
+  rt::BatchScheduler scheduler(pool, *policy,
+                               backups ? rt::SchedulerOptions{} : ata::testing::without_backups());
+  constexpr std::size_t kBatch = 4096;
+  std::atomic<bool> lane_started = false;
+  // The caller's tasks wait (a second at most) until worker 0 has started the batch: else the
+  // caller may take worker 0's whole share over while its thread wakes up.
+  const auto wait_for_lane = [&] {
+    const auto give_up = std::chrono::steady_clock::now() + 1s;
+    while (!lane_started.load() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+  };
+  const auto empty = [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 0) {
+      lane_started = true;
+    } else {
+      wait_for_lane();
+    }
+    return ctx.task();
+  };
+  // Chunks of 4 tasks or more (Batch::kChunkSpan, 20 us, over the mean), hundreds when quiet.
+  const auto chunked = [&] { return policy->stats(0).mean() < 5e-6; };
+  for (int warm_up = 0; warm_up < 10 || (warm_up < 100 && !chunked()); ++warm_up) {
+    lane_started = false;
+    scheduler.run(kBatch, empty);
+  }
+  REQUIRE(chunked());
+
+  lane_started = false;
+  std::atomic<bool> stalled = false;
+  std::atomic<std::size_t> ended = 0;
+  std::atomic<bool> timed_out = false;
+  const auto task = [&](const rt::TaskContext& ctx) {
+    if (ctx.worker() == 0) {
+      if (lane_started.exchange(true) && !stalled.exchange(true)) {
+        const auto give_up = std::chrono::steady_clock::now() + 10s;
+        // Deaf to its stop request: a thread without a core cannot hear one either.
+        while (ended.load() < kBatch - 1) {
+          if (std::chrono::steady_clock::now() > give_up) {
+            timed_out = true;
+            break;
+          }
+          std::this_thread::sleep_for(100us);
+        }
+      }
+    } else {
+      wait_for_lane();
+    }
+    ++ended;
+    return ctx.task();
+  };
+  auto [values, report] = scheduler.run(kBatch, task);
+  check_exactly_once(values, report, kBatch);
+  CHECK(stalled.load());
+  CHECK_FALSE(timed_out.load());
+}
+
 TEST_CASE("a waiting caller is summoned to run a backup copy", "[runtime][caller][stragglers]") {
   // Worker 0 is the pool's one thread, worker 1 the caller lane. Worker 0's task hangs (until
   // stopped) once the spike is armed; the caller, done with its own task, waits, and is
