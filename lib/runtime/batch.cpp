@@ -14,27 +14,17 @@
 
 namespace ata::runtime::detail {
 
-namespace {
-
-bool fungible_race(const Plan& plan) {
-  return !plan.racers().empty() && plan.race_kind() == RaceKind::fungible;
-}
-
-Timing timing_for(Dispatch mode, Timing timing, bool tracked) {
-  // A tracked batch times every copy (a backup needs each one's start); each lane sums the
-  // times of the copies it won as it claims them.
-  if (tracked) return timing == Timing::samples ? Timing::samples : Timing::summaries;
-  return timing == Timing::chunk_means && mode != Dispatch::allocated ? Timing::summaries : timing;
-}
-
-}  // namespace
-
 Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
              bool task_records, std::optional<Recovery> recovery)
     : mode_(plan.dispatch()),
-      fungible_(fungible_race(plan)),
-      // A fungible race is never tracked: its results are any B, not B indices.
-      timing_(timing_for(mode_, timing, recovery.has_value() && !fungible_)),
+      fungible_(!plan.racers().empty() && plan.race_kind() == RaceKind::fungible),
+      // Chunk timing is for allocated mode, untracked. A tracked batch times every copy (a backup
+      // needs each one's start); each lane sums the times of the copies it won as it claims
+      // them. A fungible race is never tracked: its results are any B, not B indices.
+      timing_(timing == Timing::chunk_means &&
+                      (mode_ != Dispatch::allocated || (recovery.has_value() && !fungible_))
+                  ? Timing::summaries
+                  : timing),
       keep_records_((mode_ == Dispatch::allocated || (recovery.has_value() && !fungible_)) &&
                     (task_records || timing_ == Timing::samples)),
       clock_(TaskClock::instance()),
@@ -76,7 +66,14 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       restart_timer_ = recovery->timer;
     }
   } else if (recovery) {
-    tracked_ = make_tracked(std::move(*recovery), workers, batch);
+    recovery->learned.resize(workers);  // a lane without learned times: unknown
+    // A state kept by recovery.cache if one fits, else a new one.
+    if (recovery->cache) tracked_ = recovery->cache->take(workers, batch);
+    if (tracked_) {
+      tracked_->reset(std::move(*recovery));
+    } else {
+      tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
+    }
     for (std::size_t i = 0; i < workers; ++i) {
       const std::size_t first = has_shares() ? first_task_[i] : 0;
       tracked_->lane[i].front = first;
@@ -94,18 +91,6 @@ Batch::~Batch() {
     const std::shared_ptr<TrackedStateCache> cache = std::move(tracked_->recovery.cache);
     cache->keep(std::move(tracked_));
   }
-}
-
-std::unique_ptr<Batch::Tracked> Batch::make_tracked(Recovery recovery, std::size_t lanes,
-                                                    std::size_t tasks) {
-  recovery.learned.resize(lanes);  // a lane without learned times: unknown
-  if (recovery.cache) {
-    if (std::unique_ptr<Tracked> kept = recovery.cache->take(lanes, tasks)) {
-      kept->reset(std::move(recovery));
-      return kept;
-    }
-  }
-  return std::make_unique<Tracked>(std::move(recovery), lanes, tasks);
 }
 
 void Batch::Tracked::reset(Recovery recovery_in) {

@@ -260,10 +260,6 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // Tracked mode (see Recovery), all under tracked_->mutex unless said otherwise.
   struct Tracked;
   friend class TrackedStateCache;
-  // A state for `tasks` tasks on `lanes` lanes: one from recovery.cache if it holds one that
-  // fits, else a new one.
-  [[nodiscard]] static std::unique_ptr<Tracked> make_tracked(Recovery recovery, std::size_t lanes,
-                                                             std::size_t tasks);
   enum class Source : std::uint8_t { none, own, pool, retry, take_over, backup, restart };
   // What a lane runs next: tasks [task, end) of its share, of the race or taken over from the
   // back of another share (a chunk), or one copy of `task` (end = task + 1).
