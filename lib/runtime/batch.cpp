@@ -206,6 +206,8 @@ void Batch::run(Lane& worker) noexcept {
     try {
       if (tracked_) {
         run_tracked(worker);
+      } else if (timing_ == Timing::chunk_means) {  // allocated mode only
+        run_allocated_timing_chunk(worker, ctx);
       } else if (mode_ == Dispatch::allocated) {
         run_allocated(worker, ctx);
       } else {
@@ -277,9 +279,7 @@ std::chrono::nanoseconds Batch::run_task(Lane& worker, TaskContext& ctx, std::si
   ctx.task_ = task;
   worker.run_slowed(body_, ctx, round_);
   const auto end = clock_.now();
-  const auto duration = elapsed(since, end);
-  since = end;
-  return duration;
+  return elapsed(std::exchange(since, end), end);
 }
 
 void Batch::record(std::size_t worker, const RanTask& ran) {
@@ -292,10 +292,6 @@ void Batch::record(std::size_t worker, const RanTask& ran) {
 }
 
 void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
-  if (timing_ == Timing::chunk_means) {
-    run_allocated_timing_chunk(worker, ctx);
-    return;
-  }
   const std::size_t i = worker.index();
   const std::size_t first = first_task_[i];
   const std::size_t end = first + allocation_[i];
@@ -466,15 +462,11 @@ void Batch::start_sample(std::size_t lane, TaskContext& ctx) {
 
 bool Batch::end_sample(std::size_t lane) noexcept {
   RacerSample& racer = racers_[lane];
-  bool restarted = false;
-  {
-    std::lock_guard lock(racer.mutex);
-    ++racer.sample;  // even: none runs, and the timer's call for this one does nothing
-    restarted = racer.restarting;
-    if (racer.timer) restart_timer_->cancel(*std::exchange(racer.timer, std::nullopt));
-  }
-  racer.restarted_in_row = restarted ? racer.restarted_in_row + 1 : 0;
-  return restarted;
+  std::lock_guard lock(racer.mutex);
+  ++racer.sample;  // even: none runs, and the timer's call for this one does nothing
+  if (racer.timer) restart_timer_->cancel(*std::exchange(racer.timer, std::nullopt));
+  racer.restarted_in_row = racer.restarting ? racer.restarted_in_row + 1 : 0;
+  return racer.restarting;
 }
 
 void Batch::restart_sample(std::size_t lane, std::uint64_t sample) noexcept {
