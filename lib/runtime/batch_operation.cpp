@@ -88,10 +88,9 @@ void run_small_on_caller(const WorkerStats& caller_stats, std::size_t batch, std
                          Plan& plan) {
   constexpr double kAlone =
       std::chrono::duration<double>(CallerLanePool::kCallerAloneWork).count();
-  if (caller_stats.count() == 0 || !(static_cast<double>(batch) * caller_stats.mean() <= kAlone)) {
-    return;
+  if (caller_stats.count() > 0 && static_cast<double>(batch) * caller_stats.mean() <= kAlone) {
+    for (std::size_t i = 0; i < plan.workers(); ++i) plan.set_quota(i, i == caller ? batch : 0);
   }
-  for (std::size_t i = 0; i < plan.workers(); ++i) plan.set_quota(i, i == caller ? batch : 0);
 }
 
 // Whether a quota plan asks for what only a batch bound on arrival runs: backups, retries or
@@ -207,7 +206,6 @@ void BatchOperation::submit_now() {
   LaneSet& core = core_of(scheduler_.lanes_);
   const std::size_t workers = core.size();
   const SchedulerOptions& options = scheduler_.options_;
-  Timing timing = Timing::summaries;
   Plan plan;
   std::optional<Recovery> recovery;
   Pacer* pacer = scheduler_.engine_->pacer.get();
@@ -295,18 +293,15 @@ void BatchOperation::submit_now() {
     } catch (const std::bad_alloc&) {
       throw_out_of_memory(batch_, "plan");
     }
-    // Chunk timing wherever it is asked for (the batch times tasks one by one where it hands
-    // them out one by one); a policy that observes every sample then gets each task with its
-    // chunk's mean, so the batch keeps the records it reads them from.
-    if (pacer != nullptr) {
-      timing = Timing::samples;
-    } else if (options.time_chunks()) {
-      timing = Timing::chunk_means;
-    } else if (policy.needs_every_sample()) {
-      timing = Timing::samples;
-    }
     observe_every_task_ = policy.needs_every_sample();
   }
+  // Chunk timing wherever it is asked for (the batch times tasks one by one where it hands
+  // them out one by one); a policy that observes every sample then gets each task with its
+  // chunk's mean, so the batch keeps the records it reads them from.
+  const Timing timing = pacer != nullptr        ? Timing::samples
+                        : options.time_chunks() ? Timing::chunk_means
+                        : observe_every_task_   ? Timing::samples
+                                                : Timing::summaries;
   if (Observer* observer = scheduler_.observer_) {
     observer->on_batch_start(BatchStart{round_, batch_, plan, start_});
     observer_ = observer;
@@ -507,17 +502,12 @@ void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_
   wait([&] { return done_.load(std::memory_order_acquire); }, spin);
   drop_caller_share();
   std::exception_ptr error;
-  switch (finish(report, slot_order, error)) {
-    case BatchStatus::succeeded:
-      return;
-    case BatchStatus::failed:
-      // Taken out of the batch: a worker may drop the last reference to it after we return,
-      // and the exception must then die on this thread, where it is caught, not there.
-      std::rethrow_exception(error);
-    case BatchStatus::cancelled:
-    case BatchStatus::timed_out:
-      break;
-  }
+  const BatchStatus status = finish(report, slot_order, error);
+  if (status == BatchStatus::succeeded) return;
+  // Taken out of the batch: a worker may drop the last reference to it after we return, and
+  // the exception must then die on this thread, where it is caught, not there.
+  if (status == BatchStatus::failed) std::rethrow_exception(error);
+  // Cancelled or timed out.
   throw DeadlineError(
       "a batch of B = " + std::to_string(batch_size()) + " missed its deadline of " +
       ata::detail::to_text(std::chrono::duration<double, std::milli>(options().deadline).count()) +
