@@ -64,26 +64,23 @@ void Pacer::run(Lane& lane) noexcept {
   LaneState& me = lanes_state_[i];
   PacedWorker& paced = paced_[i];
   for (;;) {
-    std::shared_ptr<Batch> batch;
+    std::unique_lock lock(mutex_);
+    const double now = seconds_now();
+    paced.busy = paced.pending = false;
+    me.to_wake.clear();
     std::size_t task = 0;
-    std::optional<double> recheck;
-    {
-      std::lock_guard lock(mutex_);
-      const double now = seconds_now();
-      paced.busy = paced.pending = false;
-      me.to_wake.clear();
-      if (!lanes_.is_shut_down()) batch = pick(i, now, task);
-      me.current = batch;
-      if (batch) {
-        paced.busy = true;
-        paced.started = now;
-      } else {
-        me.active = false;
-      }
-      // Every decision looks at the parked lanes again: cheap when none qualifies, as the
-      // rule stops at the fastest one.
-      recheck = wake_parked(now, me.to_wake);
+    const std::shared_ptr<Batch> batch = lanes_.is_shut_down() ? nullptr : pick(i, now, task);
+    me.current = batch;
+    if (batch) {
+      paced.busy = true;
+      paced.started = now;
+    } else {
+      me.active = false;
     }
+    // Every decision looks at the parked lanes again: cheap when none qualifies, as the rule
+    // stops at the fastest one.
+    const std::optional<double> recheck = wake_parked(now, me.to_wake);
+    lock.unlock();
     arm(recheck);
     queue_on(me.to_wake);
     if (!batch) return;
@@ -92,17 +89,14 @@ void Pacer::run(Lane& lane) noexcept {
 }
 
 void Pacer::abandon(std::size_t lane, const std::exception_ptr& reason) noexcept {
-  bool others_active = false;
-  std::optional<double> recheck;
-  {
-    std::lock_guard lock(mutex_);
-    lanes_state_[lane].active = paced_[lane].busy = paced_[lane].pending = false;
-    // Its work was dropped unrun (its executor is gone, or its launcher threw): not woken
-    // again for these batches, which would post to it again and again.
-    lanes_state_[lane].lost = true;
-    for (const LaneState& state : lanes_state_) others_active = others_active || state.active;
-    recheck = recheck_at(seconds_now());
-  }
+  std::unique_lock lock(mutex_);
+  lanes_state_[lane].active = paced_[lane].busy = paced_[lane].pending = false;
+  // Its work was dropped unrun (its executor is gone, or its launcher threw): not woken again
+  // for these batches, which would post to it again and again.
+  lanes_state_[lane].lost = true;
+  const bool others_active = std::ranges::any_of(lanes_state_, &LaneState::active);
+  const std::optional<double> recheck = recheck_at(seconds_now());
+  lock.unlock();
   arm(recheck);
   // Another lane comes back to the queue; with none, the batches would wait forever.
   if (!others_active || lanes_.is_shut_down()) fail_all(reason);
@@ -156,16 +150,12 @@ std::optional<double> Pacer::wake_parked(double now, std::vector<std::size_t>& o
 
 std::optional<double> Pacer::recheck_at(double now) noexcept {
   if (recheck_armed_) return std::nullopt;
-  double soonest = 0.0;  // the fastest parked lane's mean
-  bool parked = false;
-  for (std::size_t j = 0; j < lanes_state_.size(); ++j) {
-    if (lanes_state_[j].active || lanes_state_[j].lost) continue;
-    soonest = parked ? std::min(soonest, paced_[j].mean) : paced_[j].mean;
-    parked = true;
-  }
-  if (!parked || prune() == 0) return std::nullopt;
+  // The fastest parked lane: the first in by_speed_.
+  const auto parked = std::ranges::find_if(
+      by_speed_, [&](std::size_t j) { return !lanes_state_[j].active && !lanes_state_[j].lost; });
+  if (parked == by_speed_.end() || prune() == 0) return std::nullopt;
   recheck_armed_ = true;
-  return now + std::max(soonest, kMinRecheck);
+  return now + std::max(paced_[*parked].mean, kMinRecheck);
 }
 
 void Pacer::detach_timer() noexcept {
@@ -194,19 +184,17 @@ void Pacer::arm(std::optional<double> at) noexcept {
 
 void Pacer::recheck() noexcept {
   std::vector<std::size_t> woken;
-  std::optional<double> again;
+  bool reserved = true;
   try {
     woken.reserve(lanes_state_.size());
   } catch (...) {
-    std::lock_guard lock(mutex_);
-    recheck_armed_ = false;
-    return;
+    reserved = false;  // no memory: the next task's end or submission checks
   }
-  {
-    std::lock_guard lock(mutex_);
-    recheck_armed_ = false;
-    again = wake_parked(seconds_now(), woken);
-  }
+  std::unique_lock lock(mutex_);
+  recheck_armed_ = false;
+  if (!reserved) return;
+  const std::optional<double> again = wake_parked(seconds_now(), woken);
+  lock.unlock();
   arm(again);
   queue_on(woken);
 }
@@ -230,21 +218,17 @@ void Pacer::fail_all(const std::exception_ptr& reason) noexcept {
   // One batch at a time, allocating nothing, and outside the lock: failing a batch nobody is
   // inside completes it on this thread, which may submit the next one.
   for (;;) {
-    std::shared_ptr<Batch> batch;
-    {
-      std::lock_guard lock(mutex_);
-      if (batches_.empty()) break;
-      batch = std::move(batches_.front());
-      batches_.pop_front();
-    }
+    std::unique_lock lock(mutex_);
+    if (batches_.empty()) break;
+    const std::shared_ptr<Batch> batch = std::move(batches_.front());
+    batches_.pop_front();
+    lock.unlock();
     batch->interrupt(reason);
   }
-  for (std::size_t i = 0; i < lanes_state_.size(); ++i) {
-    std::shared_ptr<Batch> batch;
-    {
-      std::lock_guard lock(mutex_);
-      batch = lanes_state_[i].current;
-    }
+  for (LaneState& state : lanes_state_) {
+    std::unique_lock lock(mutex_);
+    const std::shared_ptr<Batch> batch = state.current;
+    lock.unlock();
     if (batch) batch->interrupt(reason);
   }
 }
