@@ -132,10 +132,7 @@ std::vector<std::size_t> LaneSet::stuck(Lane::Clock::time_point now) const {
 bool LaneSet::is_own_thread() const noexcept { return current_set == this; }
 
 void LaneSet::submit(const std::shared_ptr<Chunk>& chunk, std::span<const std::size_t> targets) {
-  std::lock_guard order(submit_mutex_);
-  if (shut_down_) refuse();
-  // Nothing below allocates or throws: every lane gets the chunk, or (above) none does.
-  queue_locked(chunk, targets);
+  submit_chosen(chunk, [&] { return targets; });
 }
 
 void LaneSet::refuse() const {
