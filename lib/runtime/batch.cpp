@@ -528,12 +528,10 @@ void Batch::close() noexcept {
 void Batch::complete() noexcept {
   if (completed_.exchange(true, std::memory_order_acq_rel)) return;  // detached, reached again
   if (tracked_) release();
-  bool succeeded = false;
-  {
-    std::lock_guard lock(outcome_mutex_);
-    if (outcome_ == Outcome::pending) outcome_ = Outcome::succeeded;
-    succeeded = outcome_ == Outcome::succeeded;
-  }
+  std::unique_lock lock(outcome_mutex_);
+  if (outcome_ == Outcome::pending) outcome_ = Outcome::succeeded;
+  const bool succeeded = outcome_ == Outcome::succeeded;
+  lock.unlock();
   // Only a batch with every result in has all its lanes' sums final (a detached one may
   // still have copies running: they lost, and add nothing).
   if (succeeded && tracked_ && timing_ == Timing::summaries) summarise_tracked();

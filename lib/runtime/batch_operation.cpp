@@ -174,11 +174,9 @@ void BatchOperation::admitted_from_queue() noexcept {
 }
 
 void BatchOperation::launch() noexcept {
-  std::optional<BatchStatus> requested;
-  {
-    std::lock_guard lock(mutex_);
-    requested = requested_;
-  }
+  std::unique_lock lock(mutex_);
+  const std::optional<BatchStatus> requested = requested_;
+  lock.unlock();
   if (requested) {
     finish_unsubmitted(*requested, nullptr, true);
     return;
@@ -331,15 +329,13 @@ void BatchOperation::submit_now() {
   }
   // Published only now: a cancel() during submission found Stage::admitted and left its
   // request in requested_; the batch may even have completed already.
-  std::optional<BatchStatus> requested;
-  {
-    std::lock_guard lock(mutex_);
-    if (stage_ != Stage::finished) {
-      stage_ = Stage::running;
-      running_ = job;
-    }
-    requested = requested_;
+  std::unique_lock lock(mutex_);
+  if (stage_ != Stage::finished) {
+    stage_ = Stage::running;
+    running_ = job;
   }
+  const bool requested = requested_.has_value();
+  lock.unlock();
   if (requested) job->cancel();
 }
 
@@ -414,11 +410,9 @@ void BatchOperation::arm_deadline() {
 }
 
 void BatchOperation::disarm_deadline() noexcept {
-  std::optional<std::uint64_t> id;
-  {
-    std::lock_guard lock(mutex_);
-    id = std::exchange(deadline_, std::nullopt);
-  }
+  std::unique_lock lock(mutex_);
+  const std::optional<std::uint64_t> id = std::exchange(deadline_, std::nullopt);
+  lock.unlock();
   if (id) scheduler_.engine_->deadlines.cancel(*id);
 }
 

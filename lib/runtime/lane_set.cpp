@@ -171,27 +171,22 @@ Chunk* LaneSet::take_next(Lane& lane) noexcept {
 
 bool LaneSet::run_chunk(Lane& lane, Chunk& chunk) noexcept {
   chunk.run(lane);
+  std::unique_lock lock(lane.queue_mutex_);
   // May be the chunk's last reference: it dies on return, outside the lock.
-  std::shared_ptr<Chunk> finished;
-  bool more = false;
-  {
-    std::lock_guard lock(lane.queue_mutex_);
-    finished = std::move(lane.running_);
-    more = lane.head_ != nullptr && !lane.stopping_;
-  }
+  const std::shared_ptr<Chunk> finished = std::move(lane.running_);
+  const bool more = lane.head_ != nullptr && !lane.stopping_;
+  lock.unlock();
   // A shutdown may be waiting for the running chunk to end.
   lane.queue_changed_.notify_all();
   return more;
 }
 
 void LaneSet::abandon_queued(Lane& lane, const std::exception_ptr& reason) noexcept {
-  QueueEntry* queued = nullptr;
-  {
-    std::lock_guard lock(lane.queue_mutex_);
-    queued = std::exchange(lane.head_, nullptr);
-    lane.tail_ = nullptr;
-    lane.queued_.store(0, std::memory_order_relaxed);
-  }
+  std::unique_lock lock(lane.queue_mutex_);
+  QueueEntry* queued = std::exchange(lane.head_, nullptr);
+  lane.tail_ = nullptr;
+  lane.queued_.store(0, std::memory_order_relaxed);
+  lock.unlock();
   // Outside the queue lock: abandoning may complete a batch, waking its waiter.
   while (queued != nullptr) {
     QueueEntry* entry = std::exchange(queued, queued->next);
@@ -209,12 +204,10 @@ void LaneSet::stop_lanes() noexcept {
     shut_down_ = true;
   }
   for (auto& lane : lanes_) {
-    std::shared_ptr<Chunk> running;
-    {
-      std::lock_guard lock(lane->queue_mutex_);
-      lane->stopping_ = true;
-      running = lane->running_;
-    }
+    std::unique_lock lock(lane->queue_mutex_);
+    lane->stopping_ = true;
+    const std::shared_ptr<Chunk> running = lane->running_;
+    lock.unlock();
     lane->queue_changed_.notify_all();
     // Outside the queue lock: stopping may complete a batch, waking its waiter.
     if (running) running->interrupt(interrupted_error_);
