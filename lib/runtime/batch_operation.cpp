@@ -361,19 +361,12 @@ void BatchOperation::cancel(BatchStatus reason) noexcept {
 void BatchOperation::batch_completed(Batch& batch) noexcept {
   {
     std::lock_guard lock(mutex_);
-    switch (batch.outcome()) {
-      case Batch::Outcome::succeeded:
-        status_ = BatchStatus::succeeded;
-        break;
-      case Batch::Outcome::failed:
-        status_ = BatchStatus::failed;
-        error_ = batch.take_error();
-        break;
-      case Batch::Outcome::cancelled:
-      case Batch::Outcome::pending:  // not reached: a complete batch has an outcome
-        status_ = requested_.value_or(BatchStatus::cancelled);
-        break;
-    }
+    const Batch::Outcome outcome = batch.outcome();
+    if (outcome == Batch::Outcome::failed) error_ = batch.take_error();
+    // Cancelled (a complete batch is never pending): for the reason cancel() gave.
+    status_ = outcome == Batch::Outcome::succeeded ? BatchStatus::succeeded
+              : outcome == Batch::Outcome::failed  ? BatchStatus::failed
+                                                   : requested_.value_or(BatchStatus::cancelled);
     running_.reset();
     completed_ = batch.shared_from_this();
     stage_ = Stage::finished;
