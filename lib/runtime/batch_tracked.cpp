@@ -624,8 +624,12 @@ void Batch::on_timer() noexcept {
   std::size_t helper =
       can_summon(caller_lane_) && stalled_chunk(wait) != kNoLane ? caller_lane_ : kNoLane;
   if (helper == kNoLane) {
-    describe(kNoLane);
-    const BackupAction action = t.rule.next(t.view);
+    // Before the overdue floor the timer is for stalled chunks (and restart budgets) only.
+    BackupAction action;
+    if (!t.recovery.restart_after.empty() || DeadlineTimer::Clock::now() >= overdue_floor()) {
+      describe(kNoLane);
+      action = t.rule.next(t.view);
+    }
     if (action.kind == BackupAction::Kind::none) {
       arm_timer();
       return;
