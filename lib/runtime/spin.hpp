@@ -21,10 +21,15 @@ inline constexpr std::chrono::milliseconds kBusyPause{100};
 // Until when polling is off (steady_clock ticks), for every poller of the process.
 inline std::atomic<std::chrono::steady_clock::rep> polling_off_until{0};
 
-// Polls `ready` for up to `budget`, yielding the core between polls so that a runnable
-// thread (a worker with tasks) is not held up. Returns whether `ready` became true.
-template <class Ready>
-bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
+struct YieldCore {
+  void operator()() const noexcept { std::this_thread::yield(); }
+};
+
+// Polls `ready` for up to `budget`, yielding the core between polls (`yield`; tests pass
+// their own) so that a runnable thread (a worker with tasks) is not held up. Returns whether
+// `ready` became true.
+template <class Ready, class Yield = YieldCore>
+bool spin_until(Ready ready, std::chrono::nanoseconds budget, Yield yield = {}) {
   using Clock = std::chrono::steady_clock;
   if (ready()) return true;
   if (budget <= std::chrono::nanoseconds{0}) return false;
@@ -34,7 +39,7 @@ bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
   }
   const auto deadline = now + budget;
   do {
-    std::this_thread::yield();
+    yield();
     const auto yielded = now;
     now = Clock::now();
     if (ready()) return true;
