@@ -40,12 +40,8 @@ bool AsymmetricFence::heavy_store_load(std::atomic_ref<std::uint8_t> flag,
 void AsymmetricFence::heavy_barrier() const noexcept {
 #if defined(__linux__) && defined(__NR_membarrier)
   // Registered at construction, so it cannot fail.
-  if (membarrier_) {
-    (void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-    return;
-  }
+  if (membarrier_) (void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 #endif
-  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 }  // namespace ata::runtime::detail

@@ -461,8 +461,8 @@ struct Batch::Tracked {
     std::atomic<std::size_t> wins{0};              // results it claimed (all_results_in())
     // Its own chunk's tasks: the one it starts, and the end it may run to (0 outside own
     // chunks), which the caller lane lowers, under the mutex, to take over the rest from a
-    // lane that stalled mid-chunk. Each side stores, passes AsymmetricFence's barrier, then
-    // loads the other's: of the two, at least one sees the other's store.
+    // lane that stalled mid-chunk. Each side stores its own, then loads the other's, through
+    // AsymmetricFence: of the two, at least one sees the other's store.
     std::atomic<std::size_t> started{0};
     std::atomic<std::size_t> limit{0};
     ShiftedMoments won;  // the lane's own: the accepted copies' times, for its summary

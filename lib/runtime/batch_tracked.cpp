@@ -168,9 +168,7 @@ bool Batch::run_chunk(Lane& worker, std::unique_lock<BriefLock>& lock, const Pic
             break;
           }
           // The caller lane may have taken the rest over (pick_task): settled under the mutex.
-          me.started.store(task, std::memory_order_relaxed);
-          fence.light_barrier();
-          if (task >= me.limit.load(std::memory_order_relaxed)) {
+          if (task >= fence.light_store_load(me.started, task, me.limit)) {
             lock.lock();
             if (task >= me.limit.load(std::memory_order_relaxed)) break;
             lock.unlock();
@@ -403,9 +401,9 @@ Batch::Pick Batch::pick_task(std::size_t lane) {
     if (const std::size_t stalled = stalled_chunk(wait); stalled != kNoLane) {
       Tracked::LaneState& from = t.lane[stalled];
       const std::size_t end = from.limit.load(std::memory_order_relaxed);
-      from.limit.store(from.started.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      AsymmetricFence::instance().heavy_barrier();
-      const std::size_t first = from.started.load(std::memory_order_relaxed) + 1;
+      const std::size_t first =
+          1 + AsymmetricFence::instance().heavy_store_load(
+                  from.limit, from.started.load(std::memory_order_relaxed) + 1, from.started);
       from.limit.store(std::min(first, end), std::memory_order_relaxed);
       if (first < end) {
         from.front = from.back = first;
