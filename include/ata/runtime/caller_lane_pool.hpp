@@ -27,7 +27,9 @@ namespace ata::runtime {
 /// Why: on a busy machine the caller is on a core when its batch starts, while a sleeping
 /// worker wakes a scheduler slice late. Quotas on this pool are always tracked, so once its
 /// own part is done the caller takes over the tasks of workers that have not started theirs,
-/// and a small batch need not wait for a wake-up at all. A batch of quotas whose B tasks the
+/// and the rest of a chunk whose worker has stalled in it (its task has run 20 us, what a
+/// whole chunk is sized for: it lost its core), and a small batch need not wait for a wake-up
+/// at all. A batch of quotas whose B tasks the
 /// caller is expected to run within kCallerAloneWork, by its learned mean, runs on the caller
 /// alone: waking a thread for it would cost more than the whole batch. docs/runtime.md ("The
 /// caller as a lane") measures it.

@@ -44,7 +44,10 @@ class LaneOptionsBase {
   /// How long an idle worker polls its queue, and a caller of run() polls for the end of its
   /// batch, before going to sleep. Waking a sleeping thread costs tens of microseconds, more
   /// than a batch of small tasks; polling (which yields the core to any runnable thread) costs
-  /// CPU time while idle. Zero never polls. Throws ata::InvalidArgument when negative.
+  /// CPU time while idle. Zero never polls. On a busy machine polling stops by itself: once a
+  /// yield has lost the core to another process for a millisecond, every poller of the process
+  /// sleeps at once for the next 100 ms (a yielder gets its core back only at the end of that
+  /// process's scheduler slice, a sleeper at once). Throws ata::InvalidArgument when negative.
   Options& set_idle_spin(std::chrono::nanoseconds spin);
   /// The run seed. Worker i draws its delays from models::Rng(seed, i), the stream the simulator
   /// gives its worker i: with the same seed, the u-th task worker i runs is delayed by the
