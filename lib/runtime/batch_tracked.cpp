@@ -447,12 +447,12 @@ std::size_t Batch::stalled_chunk(double& wait) const noexcept {
   wait = std::numeric_limits<double>::infinity();
   for (std::size_t j = 0; j < tracked_->lane.size(); ++j) {
     const Tracked::LaneState& lane = tracked_->lane[j];
-    const auto start = lane.current_start.load(std::memory_order_relaxed);
-    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
     if (lane.limit.load(std::memory_order_relaxed) <=
         lane.started.load(std::memory_order_relaxed) + 1) {
       continue;
     }
+    const auto start = lane.current_start.load(std::memory_order_relaxed);
+    const double ran = std::chrono::duration<double>(elapsed(start, now)).count();
     wait = std::min(wait, std::max(kChunkSpan - ran, 0.0));
     if (ran >= kChunkSpan) stalled = j;
   }
