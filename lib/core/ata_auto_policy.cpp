@@ -256,7 +256,9 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
   Worker& w = workers_[worker];
   if (w.count == 0) {
     --unseen_;
-    remember_first_time(worker, seconds);
+    // Not a race's: its finished times are the short ones, and would make unseen workers
+    // look cheap to try (more_unseen()).
+    if (!racing_) remember_first_time(worker, seconds);
   }
   // Floored relative to the mean with this sample, so that zero times have a finite logarithm.
   const double k = static_cast<double>(w.count);
@@ -517,6 +519,10 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
 void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
   racing_ = false;
   restarting_ = false;
+  if (options_.race == RaceKind::fungible && unseen_ == workers() && backlog().empty()) {
+    open_race(out);
+    return;
+  }
   if (options_.race && backlog().empty() && shape_->ratios().size() >= kEvaluationRatios &&
       unseen_ < workers()) {
     // A change, or a worker seen for the first time, brings the evaluation forward.
@@ -651,6 +657,24 @@ void AtaAutoPolicy::race(std::size_t batch, Plan& out) {
   credit_ = std::min(credit_ + options_.exploration_budget * race_objective_,
                      kCreditRounds * race_objective_);
   out.set_race_kind(*options_.race);
+  ++rounds_by_racers_[m];
+}
+
+// The opening of a fungible race: nothing is known yet, and a racer can only shorten a round
+// (its B-th result ends it), so racing many unseen workers finds fast ones in one round, where
+// quotas over the few explored ones take rounds as slow as those. Up to 1/p racers (all of
+// them at p <= 1/n), so that their work costs at most the round's wall.
+void AtaAutoPolicy::open_race(Plan& out) {
+  const std::size_t n = workers();
+  const double price = options_.objective.price(n);
+  const std::size_t m =
+      price * static_cast<double>(n) <= 1.0
+          ? n
+          : std::max<std::size_t>(1, static_cast<std::size_t>(std::floor(1.0 / price)));
+  for (std::size_t i = oldest_, k = 0; k < m; i = next_[i], ++k) out.set_racer(i);
+  out.set_race_kind(RaceKind::fungible);
+  racing_ = true;
+  exploratory_tasks_ += m;
   ++rounds_by_racers_[m];
 }
 

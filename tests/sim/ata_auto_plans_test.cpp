@@ -110,7 +110,8 @@ TEST_CASE("ata-auto allocates near-deterministic times", "[sim][ata-auto]") {
   REQUIRE(policy.evaluations() >= 1);
   // A racer's stopped copy is work thrown away, and quotas leave no worker waiting: allocate.
   CHECK(policy.chosen_racers() == 0);
-  CHECK(policy.rounds_by_racers()[0] == 600);
+  CHECK(policy.rounds_by_racers()[16] == 1);  // the opening, before anything is known
+  CHECK(policy.rounds_by_racers()[0] == 599);
 }
 
 TEST_CASE("ata-auto without a race kind only allocates", "[sim][ata-auto]") {
@@ -151,4 +152,42 @@ TEST_CASE("ata-auto, racing, rediscovers an idle worker that speeds up", "[sim][
   (void)rounds_with(sim, 11, 400);
   CHECK(policy.rediscoveries() >= 1);
   CHECK(rounds_with(sim, 11, 100) >= 95);  // rounds 701-800: a member
+}
+
+TEST_CASE("ata-auto's first fungible race races up to 1/p unseen workers", "[sim][ata-auto]") {
+  const auto first_racers = [](const ata::AtaAutoPolicy::Options& options) {
+    ata::AtaAutoPolicy policy(20, options);
+    ata::Plan plan;
+    policy.plan(8, plan);
+    return plan.racers().size();
+  };
+  CHECK(first_racers(racing()) == 20);  // p = 1/n: every worker
+  CHECK(first_racers(racing().set_objective(ata::Objective{0.0})) == 20);
+  CHECK(first_racers(racing().set_objective(ata::Objective{0.25})) == 4);
+  CHECK(first_racers(racing().set_objective(ata::Objective{5.0})) == 1);
+  // An indexed race claims the B indices one by one: racing many workers would give most of
+  // them nothing, so it opens with quotas, as allocation does.
+  CHECK(first_racers(racing().set_race(ata::RaceKind::indexed)) == 0);
+  CHECK(first_racers(racing().set_race(std::nullopt)) == 0);
+}
+
+TEST_CASE("ata-auto, racing, finds the fast workers of a large shuffled cluster at once",
+          "[sim][ata-auto]") {
+  // 200 workers whose means grow as sqrt(rank), the ranks shuffled: the 10 fastest are
+  // anywhere. A first round of quotas over the few explored workers saw at most 3 of them.
+  constexpr std::size_t kWorkers = 200;
+  std::vector<std::size_t> rank(kWorkers);
+  for (std::size_t i = 0; i < kWorkers; ++i) rank[i] = (i * 73 + 11) % kWorkers;  // a bijection
+  std::vector<TimeModel> models;
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    const double mean = std::sqrt(static_cast<double>(rank[i] + 1));
+    models.push_back(TimeModel::shifted_exponential(mean, mean));
+  }
+  ata::AtaAutoPolicy policy(kWorkers, racing());
+  ata::sim::Simulation sim(Scenario("sqrt-shuffled", models), policy, 23, 1);
+  (void)sim.run_round();
+  std::size_t fast_seen = 0;
+  for (std::size_t i = 0; i < kWorkers; ++i)
+    fast_seen += rank[i] < 10 && policy.estimated_samples(i) > 0;
+  CHECK(fast_seen >= 5);
 }

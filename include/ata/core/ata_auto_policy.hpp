@@ -57,12 +57,17 @@ namespace ata {
 ///      workers seen last that are faster than the slowest one in use, times what a useful
 ///      worker gains per round (the predicted round time over the workers in use), times the
 ///      rounds so far, exceeds what trying one costs (the mean time beyond the predicted round
-///      time of those 32 workers' first times).
+///      time of those 32 workers' first times; first times in quota rounds only, since a
+///      race's finished times are the short ones).
 ///    - Free: any number of unseen workers when their expected maximum time (from those 32
 ///      first times) stays below the predicted time of the round's other tasks, which happens
 ///      while the known workers are few or slow (the second round, typically).
 ///    The first round, with nothing known, spreads the batch over explored_per_round(B)
-///    workers.
+///    workers; with Options::race fungible it races min(n, 1/p) workers instead (every worker
+///    at the default p = 1/n), in index order: a racer can only shorten a round (its B-th
+///    result ends it) and their work costs at most the round's wall, and on a large cluster
+///    whose fast workers are anywhere it finds many of them at once, where quotas over three
+///    explored workers took tens of slow rounds (docs/frontier.md, sqrt-shuffled).
 /// 2. The other tasks go to the observed workers: for each, a mean is drawn from an
 ///    approximate posterior, log mu_i ~ N(log mean_i, (c cv_i)^2 / K_i), with K_i its samples
 ///    since its last detected change, cv_i its coefficient of variation (shrunk towards the
@@ -82,9 +87,9 @@ namespace ata {
 ///    count chosen last, one neighbour (u - 1 and u + 1 in turn) and a scout that visits every
 ///    smaller count in turn, are compared by their expected round time under that shape (the
 ///    integral of 1 - prod_i P(S_i <= t), with the estimated means), and the best count is
-///    played until the next comparison (not with a backlog: load-aware rounds keep the rule). A worker gets at most twice as many tasks as it has
-///    times since its last change, so that an estimate from a few lucky times costs one
-///    bounded round.
+///    played until the next comparison (not with a backlog: load-aware rounds keep the rule). A
+///    worker gets at most twice as many tasks as it has times since its last change, so that an
+///    estimate from a few lucky times costs one bounded round.
 /// 3. Censored times (Policy::observe_censored: a copy stopped after t, because a backup
 ///    finished first or a race ended) enter the mean as time on test beyond a shift: the mean
 ///    used for worker i is s_i + (sum over finished times of (t - s_i) + sum over censored times
@@ -152,7 +157,8 @@ namespace ata {
 ///   3 standard deviations, so rare huge times do not trigger it;
 /// - exploration assumes no order of the workers, and is budgeted: with many workers and a
 ///   short horizon (n / B large, K small) only the workers its rules reach are tried, in index
-///   order, and the fast workers of a large cluster may be found late;
+///   order, and the fast workers of a large cluster may be found late (in a fungible race the
+///   opening round of step 1 finds many of them at once);
 /// - adversarial or frequent changes (a worker that alternates faster than the test's window).
 ///
 /// Random draws come from Options::seed only: the same seed and the same observations give the
@@ -295,6 +301,7 @@ class AtaAutoPolicy final : public Policy {
   void choose(std::size_t batch, Allocation& out) override;
   void evaluate_plans(std::size_t batch);
   void race(std::size_t batch, Plan& out);
+  void open_race(Plan& out);
   void test_exposure(std::size_t worker);
   void close_window(std::size_t worker);
   [[nodiscard]] double planning_mean(std::size_t worker);
