@@ -46,8 +46,10 @@ class PlanEvaluator {
   static constexpr std::size_t kMaxRounds = 64;
   static constexpr std::size_t kPaths = 512;
   static constexpr double kNoRestart = std::numeric_limits<double>::infinity();
-  /// Restart budgets are tried when the shape's cv^2 exceeds this (an exponential's is 1).
-  static constexpr double kRestartCv2 = 2.0;
+  /// Restart budgets are tried when the shape's cv^2 exceeds this: an exponential's is 1 (a
+  /// budget gains nothing), a gamma's of shape 0.5 is 2, where budgets pay and an estimate
+  /// falls on either side of 2.
+  static constexpr double kRestartCv2 = 1.5;
   /// Restart budgets tried, in multiples of each racer's mean.
   static constexpr std::array<double, 4> kRestartBudgets{0.25, 0.5, 1.0, 2.0};
   static constexpr std::size_t kGrid = 97;
