@@ -229,7 +229,7 @@ void BatchOperation::submit_now() {
       }
       // A stuck lane is quarantined: its quotas go to the others, whatever the policy.
       if (pacer == nullptr && plan.dispatch() == Dispatch::allocated) {
-        quotas_off_stuck(core.stuck(std::chrono::steady_clock::now()), plan);
+        quotas_off_stuck(core.stuck(), plan);
       }
       if (core.caller_lane() < workers) {
         if (!blocking_) {

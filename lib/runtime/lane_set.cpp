@@ -1,6 +1,7 @@
 #include "runtime/lane_set.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stop_token>
 #include <utility>
 
@@ -121,10 +122,14 @@ std::size_t LaneSet::queued() const {
   return total;
 }
 
-std::vector<std::size_t> LaneSet::stuck(Lane::Clock::time_point now) const {
+std::vector<std::size_t> LaneSet::stuck() const {
   std::vector<std::size_t> out;
+  // Read once, and only for a lane in a marked task: most batches start with none.
+  std::optional<Lane::Clock::time_point> now;
   for (const auto& lane : lanes_) {
-    if (lane->stuck_for(now) > 0.0) out.push_back(lane->index_);
+    if (lane->stuck_at_.load(std::memory_order_relaxed) == Lane::kNoTask) continue;
+    if (!now) now = Lane::Clock::now();
+    if (lane->stuck_for(*now) > 0.0) out.push_back(lane->index_);
   }
   return out;
 }

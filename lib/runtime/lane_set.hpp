@@ -187,8 +187,8 @@ class LaneSet {
   // Adds (or, with settle_backlog(), removes) `tasks` to lane `lane`'s backlog.
   void add_backlog(std::size_t lane, std::size_t tasks) noexcept;
   void settle_backlog(std::size_t lane, std::size_t tasks) noexcept;
-  // The lanes stuck in a task at `now` (Lane::stuck_for() > 0), in index order.
-  [[nodiscard]] std::vector<std::size_t> stuck(Lane::Clock::time_point now) const;
+  // The lanes stuck in a task now (Lane::stuck_for() > 0), in index order.
+  [[nodiscard]] std::vector<std::size_t> stuck() const;
   [[nodiscard]] Lane& lane(std::size_t index) noexcept { return *lanes_[index]; }
   // The caller lane's index (CallerLanePool: the last), or size() when there is none. Its
   // Lane here is never queued on nor marked: each batch's caller runs that worker's work on a

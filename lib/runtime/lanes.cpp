@@ -2,7 +2,6 @@
 
 #include "ata/core/error.hpp"
 
-#include <chrono>
 #include <string>
 #include <utility>
 
@@ -26,9 +25,7 @@ const PoolOptions& Lanes::options() const noexcept { return core_->options(); }
 
 std::size_t Lanes::queued_chunks() const { return core_->queued(); }
 
-std::vector<std::size_t> Lanes::stuck_lanes() const {
-  return core_->stuck(std::chrono::steady_clock::now());
-}
+std::vector<std::size_t> Lanes::stuck_lanes() const { return core_->stuck(); }
 
 bool Lanes::has_caller_lane() const noexcept { return core_->caller_lane() < core_->size(); }
 
