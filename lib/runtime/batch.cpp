@@ -39,17 +39,15 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
   // Accepted by default: every task of a complete share is kept.
   if (keep_records_) records_.resize(batch);
   if (has_shares()) {
-    first_task_.resize(workers);
     std::size_t next = 0;
     targets_.reserve(workers);
     for (std::size_t i = 0; i < workers; ++i) {
-      first_task_[i] = next;
+      logs_[i].first = next;
       next += allocation_[i];
       if (allocation_[i] > 0 || plan.is_racer(i)) targets_.push_back(i);
     }
     if (fungible_) {
-      races_.resize(workers);
-      for (std::size_t i : plan.racers()) races_[i] = true;
+      for (std::size_t i : plan.racers()) logs_[i].races = true;
       next_task_.store(next, std::memory_order_relaxed);  // the race numbers after the quotas
     }
   } else {
@@ -75,9 +73,8 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       tracked_ = std::make_unique<Tracked>(std::move(*recovery), workers, batch);
     }
     for (std::size_t i = 0; i < workers; ++i) {
-      const std::size_t first = has_shares() ? first_task_[i] : 0;
-      tracked_->lane[i].front = first;
-      tracked_->lane[i].back = first + allocation_[i];
+      tracked_->lane[i].front = logs_[i].first;
+      tracked_->lane[i].back = logs_[i].first + allocation_[i];
       tracked_->lane[i].races = plan.is_racer(i);
     }
     // An indexed race's pool: [sum of quotas, B).
@@ -293,7 +290,7 @@ void Batch::record(std::size_t worker, const RanTask& ran) {
 
 void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
-  const std::size_t first = first_task_[i];
+  const std::size_t first = logs_[i].first;
   const std::size_t end = first + allocation_[i];
   WorkerLog& log = logs_[i];
   auto since = clock_.now();
@@ -322,7 +319,7 @@ void Batch::run_allocated(Lane& worker, TaskContext& ctx) {
 
 void Batch::run_allocated_timing_chunk(Lane& worker, TaskContext& ctx) {
   const std::size_t i = worker.index();
-  const std::size_t first = first_task_[i];
+  const std::size_t first = logs_[i].first;
   const std::size_t tasks = allocation_[i];
   WorkerLog& log = logs_[i];
   const auto start = clock_.now();
@@ -367,9 +364,9 @@ void Batch::run_greedy(Lane& worker, TaskContext& ctx) {
   RacerSample* const racer = racers_ ? &racers_[i] : nullptr;
   // Its samples' numbers: its quota's own first (a mixed plan), then the race's counter if it
   // races (every lane of a pure race does).
-  std::size_t own = has_shares() ? first_task_[i] : 0;
+  std::size_t own = logs_[i].first;
   const std::size_t own_end = own + allocation_[i];
-  const bool races = !has_shares() || races_[i];
+  const bool races = !has_shares() || logs_[i].races;
   std::size_t task = 0;
   bool again = false;   // the last sample restarted: its fresh one keeps its number
   ShiftedMoments kept;  // the times of its results that were kept

@@ -244,6 +244,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   struct WorkerLog {
     std::vector<RanTask> ran;  // untracked races (allocated and tracked batches: records_)
     QueueEntry entry;          // this batch's place in the worker's queue
+    std::size_t first = 0;     // quotas: the worker runs [first, first + a_i)
+    bool races = false;        // quotas and a fungible race: the worker races after its quota
     std::size_t settled = 0;   // allocated: tasks of this share taken off the pool's backlog
     std::chrono::nanoseconds busy{0};  // allocated: the share's time
     WorkerStats summary;               // the accepted tasks' times, unless Timing::samples
@@ -404,8 +406,6 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   const std::size_t batch_;
   const std::size_t round_;
   const Allocation allocation_;
-  std::vector<std::size_t> first_task_;  // quotas: worker i runs [first, first + a_i)
-  std::vector<bool> races_;  // quotas and a fungible race: whether worker i races after its quota
   // Allocated mode: the report's records by task index, each written by the task's worker, so
   // that collecting them is a move rather than a pass over B entries on the caller.
   std::vector<TaskRecord> records_;
