@@ -143,10 +143,12 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // running. Throws ShutdownError, queuing nothing, when the pool is shut down, and
   // ata::Error for an indexed race without a Recovery.
   // The caller lane's chunk (LaneSet::caller_lane()), if the plan gives it a role, is not
-  // queued: the batch's caller must run it, on a CallerLane, once submit() has returned.
+  // queued: the batch's caller must run it, on a Lane of its own, once submit() has returned.
   void submit(LaneSet& lanes);
   // Whether the caller lane has a role in this batch (after submit()).
   [[nodiscard]] bool has_caller_role() const noexcept;
+  // The lanes submit() queued on: only compared once a task may have destroyed them.
+  [[nodiscard]] const LaneSet* lanes() const noexcept { return lanes_; }
 
   // Requests stop of the batch from any thread, at any time, any number of times. Unless its
   // outcome is already final (or its B results are all in), the batch completes as cancelled:

@@ -204,15 +204,21 @@ void BatchOperation::submit_now() {
   LaneSet& core = core_of(scheduler_.lanes_);
   const std::size_t workers = core.size();
   const SchedulerOptions& options = scheduler_.options_;
-  Plan plan;
+  SchedulerEngine& engine = *scheduler_.engine_;
+  Plan& plan = kept_.plan;
   std::optional<Recovery> recovery;
-  Pacer* pacer = scheduler_.engine_->pacer.get();
+  Pacer* pacer = engine.pacer.get();
+  const bool caller_lane = blocking_ && core.caller_lane() < workers;
   {
     std::lock_guard lock(policy.mutex());
+    if (!engine.kept.empty()) {
+      kept_ = std::move(engine.kept.back());
+      engine.kept.pop_back();
+    }
     try {
       // A throwing plan() leaves the policy's round as it was: so does the scheduler.
       if (pacer == nullptr && options.load_aware()) {
-        auto& backlog = scheduler_.engine_->backlog;
+        auto& backlog = engine.backlog;
         backlog.assign(workers, 0.0);
         core.backlog(backlog);
         policy.plan(batch_, backlog, plan);
@@ -241,7 +247,7 @@ void BatchOperation::submit_now() {
       if (pacer != nullptr) {
         // The pacer hands the tasks out one by one, by the learned means.
         plan = Plan::race(workers, RaceKind::indexed);
-        auto& means = scheduler_.engine_->means;
+        auto& means = engine.means;
         means.resize(workers);
         for (std::size_t i = 0; i < workers; ++i) means[i] = policy.stats(i).mean();
         pacer->set_means(means);
@@ -260,8 +266,7 @@ void BatchOperation::submit_now() {
         // the caller may take over the shares of lanes that have not reached the batch. Not a
         // batch the caller runs alone: nothing to take over, and no other worker with a role
         // that could hedge it (BackupWorker::available).
-        const bool caller_quotas =
-            blocking_ && dispatch == Dispatch::allocated && core.caller_lane() < workers;
+        const bool caller_quotas = caller_lane && dispatch == Dispatch::allocated;
         const bool caller_alone = caller_quotas && plan.quotas()[core.caller_lane()] == batch_;
         const bool caller_takes_over = caller_quotas && !caller_alone;
         const bool recovers = retries > 0 || plan.has_restarts();
@@ -276,8 +281,8 @@ void BatchOperation::submit_now() {
           recovery->retries = retries;
           recovery->stuck_after = options.stuck_after();
           recovery->learned.assign(policy.all_stats().begin(), policy.all_stats().end());
-          recovery->timer = &scheduler_.engine_->deadlines;
-          recovery->cache = scheduler_.engine_->tracked_states;
+          recovery->timer = &engine.deadlines;
+          recovery->cache = engine.tracked_states;
           recovery->owner = owner_;
           if (plan.has_restarts()) {
             recovery->restart_after.resize(workers);
@@ -313,9 +318,10 @@ void BatchOperation::submit_now() {
     throw_out_of_memory(batch_, "task records");
   }
   // Made before anything is queued: from then on a task may destroy the lanes.
-  if (blocking_ && core.caller_lane() < workers) {
+  if (caller_lane && !kept_.caller_lane) {
     try {
-      caller_lane_ = std::make_unique<CallerLane>(core);
+      kept_.caller_lane =
+          std::make_unique<Lane>(core.caller_lane(), Slowdown(), core.options().seed());
     } catch (const std::bad_alloc&) {
       throw_out_of_memory(batch_, "caller lane");
     }
@@ -453,6 +459,8 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       report.learning_error = std::current_exception();
     }
     if (observer_ != nullptr) observer_->on_learned(round_, policy.all_stats());
+    auto& kept = scheduler_.engine_->kept;  // for the next batches (submit_now())
+    if (kept.size() < kept.capacity()) kept.push_back(std::move(kept_));
   }
   // Kept for learning only: the caller asked for no records (their memory goes too).
   if (!scheduler_.options_.task_records()) std::vector<TaskRecord>().swap(report.tasks);
@@ -465,12 +473,13 @@ void BatchOperation::notify_end(BatchOutcome outcome, const RoundReport* report)
   if (observer_ != nullptr) observer_->on_batch_end(BatchEnd{round_, batch_, outcome, report});
 }
 
-void BatchOperation::run_caller_share() noexcept { caller_share_->run(caller_lane_->lane()); }
-
-void BatchOperation::drop_caller_share() noexcept {
-  caller_lane_.reset();
-  caller_share_.reset();
+void BatchOperation::run_caller_share() noexcept {
+  // A task on the caller lane that starts a batch of the same pool is refused as from any lane.
+  const OwnThreadMark mark(caller_share_->lanes(), kept_.caller_lane.get());
+  caller_share_->run(*kept_.caller_lane);
 }
+
+void BatchOperation::drop_caller_share() noexcept { caller_share_.reset(); }
 
 void BlockingOperation::run(RoundReport& report, std::vector<std::size_t>& slot_order) {
   // Read before the batch starts: one of its tasks may destroy the pool.

@@ -32,9 +32,6 @@ OwnThreadMark::~OwnThreadMark() {
   current_lane_of_set = previous_lane_;
 }
 
-CallerLane::CallerLane(const LaneSet& set)
-    : lane_(set.caller_lane(), Slowdown(), set.options().seed()), mark_(&set, &lane_) {}
-
 const Lane* OwnThreadMark::current_lane(const LaneSet* set) noexcept {
   return current_set == set ? current_lane_of_set : nullptr;
 }
@@ -124,8 +121,7 @@ std::size_t LaneSet::queued() const {
 
 std::vector<std::size_t> LaneSet::stuck() const {
   std::vector<std::size_t> out;
-  // Read once, and only for a lane in a marked task: most batches start with none.
-  std::optional<Lane::Clock::time_point> now;
+  std::optional<Lane::Clock::time_point> now;  // read for a lane in a marked task only
   for (const auto& lane : lanes_) {
     if (lane->stuck_at_.load(std::memory_order_relaxed) == Lane::kNoTask) continue;
     if (!now) now = Lane::Clock::now();

@@ -192,7 +192,7 @@ class LaneSet {
   [[nodiscard]] Lane& lane(std::size_t index) noexcept { return *lanes_[index]; }
   // The caller lane's index (CallerLanePool: the last), or size() when there is none. Its
   // Lane here is never queued on nor marked: each batch's caller runs that worker's work on a
-  // Lane of its own (CallerLane).
+  // Lane of its own (BatchOperation::run_caller_share()).
   [[nodiscard]] std::size_t caller_lane() const noexcept {
     return caller_lane_ ? lanes_.size() - 1 : lanes_.size();
   }
@@ -300,22 +300,6 @@ class TightTimerSlack {
 
  private:
   long previous_ = -1;  // the slack to restore, or -1 if unchanged
-};
-
-// The caller lane as one batch's caller runs it: a Lane of its own (so that concurrent callers
-// share no stuck mark, backlog or random stream), marked as a lane of `set` while alive, so
-// that a task on it that starts a batch of the same pool is refused as from any lane.
-class CallerLane {
- public:
-  explicit CallerLane(const LaneSet& set);
-  CallerLane(const CallerLane&) = delete;
-  CallerLane& operator=(const CallerLane&) = delete;
-
-  [[nodiscard]] Lane& lane() noexcept { return lane_; }
-
- private:
-  Lane lane_;
-  OwnThreadMark mark_;
 };
 
 }  // namespace ata::runtime::detail

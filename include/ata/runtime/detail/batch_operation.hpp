@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ata/core/plan.hpp"
 #include "ata/runtime/batch_options.hpp"
 #include "ata/runtime/detail/task_body.hpp"
 #include "ata/runtime/observer.hpp"
@@ -27,7 +28,7 @@ class BatchScheduler;
 namespace ata::runtime::detail {
 
 class Batch;
-class CallerLane;
+class Lane;
 class OperationBatch;
 
 /// A blocking caller that waits for its batch. It runs the batch's timer while it waits (a
@@ -46,6 +47,13 @@ class CallerWaiter {
 
  protected:
   ~CallerWaiter() = default;
+};
+
+/// What an operation keeps for the next batches of its scheduler (SchedulerEngine::kept),
+/// each a few allocations per batch otherwise: its plan, and a blocking caller's lane.
+struct KeptStorage {
+  Plan plan;
+  std::unique_ptr<Lane> caller_lane;
 };
 
 /// How a batch ended.
@@ -115,8 +123,9 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   /// asynchronous one. Read by submit_now().
   virtual CallerWaiter* caller_waiter() noexcept { return nullptr; }
   /// Blocking front end, after start_blocking(): whether the plan gives the caller lane
-  /// (CallerLanePool) a part of the batch; run_caller_share() runs it on the
-  /// calling thread (again when summoned), drop_caller_share() lets it go once finished.
+  /// (CallerLanePool) a part of the batch; run_caller_share() runs it on the calling thread
+  /// (again when summoned), on a Lane of its own, so that concurrent callers share no stuck
+  /// mark or backlog; drop_caller_share() lets the batch go once finished.
   [[nodiscard]] bool has_caller_share() const noexcept { return caller_share_ != nullptr; }
   void run_caller_share() noexcept;
   void drop_caller_share() noexcept;
@@ -158,7 +167,9 @@ class BatchOperation : public std::enable_shared_from_this<BatchOperation> {
   // (caller_share_, set by submit_now() on the same thread); an asynchronous one's does not.
   bool blocking_ = false;
   std::shared_ptr<Batch> caller_share_;
-  std::unique_ptr<CallerLane> caller_lane_;  // made by submit_now() for a blocking caller
+  // Taken from the scheduler by submit_now() and given back by finish(), under the policy's
+  // mutex.
+  KeptStorage kept_;
 
   // Written once before on_finished(), read after it.
   BatchStatus status_ = BatchStatus::failed;
