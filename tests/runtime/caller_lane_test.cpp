@@ -342,3 +342,98 @@ TEST_CASE("a waiting caller is summoned to run a backup copy", "[runtime][caller
   }
   CHECK(took < 20s);
 }
+
+namespace {
+
+// Cycles through plans of every shape, so that each batch plans into what the last left.
+class ShapeCyclingPolicy final : public ata::Policy {
+ public:
+  ShapeCyclingPolicy() : Policy(2) {}
+  [[nodiscard]] std::string_view name() const noexcept override { return "shape-cycling"; }
+  [[nodiscard]] bool needs_every_sample() const noexcept override { return false; }
+
+ private:
+  void choose_plan(std::size_t batch, ata::Plan& out) override {
+    const ata::Allocation halves(std::vector<std::size_t>{batch / 2, batch - batch / 2});
+    switch (round() % 4) {
+      case 1:
+        out = ata::Plan::quotas(halves);
+        break;
+      case 2:
+        out = ata::Plan::race(2, ata::RaceKind::fungible);
+        break;
+      case 3:  // tracked: retries and restart budgets that never fire
+        out = ata::Plan::quotas(halves).set_retries(1).set_restart_after(0, 60.0);
+        break;
+      default:
+        out = ata::Plan::race(2, ata::RaceKind::indexed);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("batches of every size and shape back to back leave nothing to the next",
+          "[runtime][caller]") {
+  const bool caller_lane = GENERATE(true, false);
+  CAPTURE(caller_lane);
+  std::unique_ptr<rt::Lanes> pool;
+  if (caller_lane) {
+    pool = std::make_unique<rt::CallerLanePool>(1);
+  } else {
+    pool = std::make_unique<rt::WorkerPool>(2);
+  }
+  ShapeCyclingPolicy policy;
+  rt::BatchScheduler scheduler(*pool, policy, ata::testing::without_backups());
+  const std::size_t sizes[] = {2, 64, 5, 1, 33, 2, 17};
+  const auto task = [](const rt::TaskContext& ctx) { return ctx.task(); };
+  for (std::size_t round = 1; round <= 28; ++round) {
+    const std::size_t batch = sizes[round % std::size(sizes)];
+    const bool fungible = round % 4 == 2;
+    CAPTURE(round, batch);
+    const auto before = std::chrono::steady_clock::now();
+    // Options that differ from batch to batch: a deadline, or none.
+    const auto deadline = round % 3 == 0 ? std::chrono::nanoseconds(60s) : 0ns;
+    auto [values, report] = scheduler.run(batch, task, rt::BatchOptions{.deadline = deadline});
+    const auto after = std::chrono::steady_clock::now();
+    CHECK(report.round == round);
+    CHECK(report.dispatch == (round % 2 == 1 ? ata::Dispatch::allocated
+                              : fungible     ? ata::Dispatch::greedy
+                                             : ata::Dispatch::pull));
+    CHECK(report.allocation.size() == 2);
+    CHECK(report.allocation.total() == batch);
+    // The caller may take over another lane's quota, or be given a small batch alone.
+    const bool as_planned = round % 2 == 1 && !caller_lane;
+    if (as_planned) CHECK(report.allocation[1] == batch - batch / 2);
+    REQUIRE(report.busy.size() == 2);
+    if (!caller_lane) CHECK(report.takeovers == 0);
+    CHECK(report.backup_copies == 0);
+    CHECK(report.retries == 0);
+    CHECK(report.restarts == 0);
+    CHECK_FALSE(report.learning_error);
+    CHECK(report.start >= before);
+    CHECK(report.wall > 0ns);
+    CHECK(report.wall <= after - before);
+    REQUIRE(values.size() == batch);
+    std::size_t accepted = 0;
+    std::chrono::nanoseconds busy[2] = {};
+    for (std::size_t k = 0; k < report.tasks.size(); ++k) {
+      const rt::TaskRecord& record = report.tasks[k];
+      REQUIRE(record.worker < 2);
+      busy[record.worker] += record.duration;
+      CHECK(record.has_start());
+      CHECK(report.start + record.start <= after);
+      accepted += record.accepted ? 1 : 0;
+      if (fungible) continue;
+      // Quotas and an indexed race: tasks[j] is task j's accepted copy, none discarded.
+      CHECK(record.task == k);
+      CHECK(record.accepted);
+      CHECK(values[k] == k);
+      if (as_planned) CHECK(record.worker == (k < batch / 2 ? 0U : 1U));
+    }
+    CHECK(accepted == batch);
+    CHECK(report.tasks.size() >= batch);
+    CHECK(busy[0] == report.busy[0]);
+    CHECK(busy[1] == report.busy[1]);
+  }
+}
