@@ -289,8 +289,9 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
     residual = std::clamp((log_seconds - centre) / sd, -kClip, kClip);
   }
   // Out of sample (the mean before this time), so that a long time is not shrunk by itself; not
-  // while the worker is under test, whose mean may be that of its old speed; not in a race,
-  // whose finished times are the short ones (step 5).
+  // while the worker is under test, whose mean may be that of its old speed; not in a race or
+  // hedged quotas, whose finished times are the short ones (step 5: a long copy is stopped when
+  // another finishes first).
   if (racing_) {
     if (!restarting_) {  // restarts finish more tasks than the renewal function counts
       race_exposure_[worker] += seconds;
@@ -298,7 +299,7 @@ void AtaAutoPolicy::learn(std::size_t worker, double seconds) {
     }
     exposure_[worker] += seconds;
     ++exposure_finished_[worker];
-  } else if (!testing && w.count >= kShapeMinSamples) {
+  } else if (!testing && !hedging_ && w.count >= kShapeMinSamples) {
     const double mean = corrected_mean(w);
     if (mean > 0.0) shape_->add(seconds / mean);
   }
@@ -519,6 +520,7 @@ void AtaAutoPolicy::restart(std::size_t worker, std::size_t keep) {
 void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
   racing_ = false;
   restarting_ = false;
+  hedging_ = false;
   if (options_.race == RaceKind::fungible && unseen_ == workers() && backlog().empty()) {
     open_race(out);
     return;
@@ -539,8 +541,13 @@ void AtaAutoPolicy::choose_plan(std::size_t batch, Plan& out) {
       racing_ = true;
       return;
     }
+    hedging_ = hedged_;
   }
   Policy::choose_plan(batch, out);
+  if (hedging_) {
+    out.set_backups(detail::PlanEvaluator::kHedging);
+    ++hedged_rounds_;
+  }
   ++rounds_by_racers_[0];
 }
 
@@ -587,18 +594,23 @@ void AtaAutoPolicy::evaluate_plans(std::size_t batch) {
                                  candidate_tasks_, {});
   }
   sorted_quotas_.assign(order_.size(), 0);
+  // What the drivers' backup rule will read for each of them (finished times only).
+  rule_means_.clear();
+  if (options_.hedge_quotas) {
+    for (const std::size_t i : order_) rule_means_.push_back(stats(i).mean());
+  }
   std::copy(candidate_tasks_.begin(), candidate_tasks_.begin() + static_cast<std::ptrdiff_t>(k),
             sorted_quotas_.begin());
-  const PlanEstimate best =
-      evaluator_->choose(sorted_means_, sorted_quotas_, shape_->ratios(), batch,
-                         options_.objective.price(n), *options_.race, full_evaluation_ ? 0 : racers_,
-                         options_.race_restarts);
+  const PlanEstimate best = evaluator_->choose(
+      sorted_means_, sorted_quotas_, shape_->ratios(), batch, options_.objective.price(n),
+      *options_.race, full_evaluation_ ? 0 : racers_, options_.race_restarts, rule_means_);
   full_evaluation_ = false;
   // A debt of the quota rounds' exploration (a heavy-tailed probe's overshoot can be worth
   // thousands of race rounds' budget) is not carried into a race, whose probes cost work.
   if (racers_ == 0 && best.racers > 0) credit_ = std::max(credit_, 0.0);
   racers_ = best.racers;
   restart_ = best.restart_after;
+  hedged_ = best.hedged;
   race_wall_ = best.wall;
   race_objective_ = best.objective;
   last_evaluation_.assign(evaluator_->all().begin(), evaluator_->all().end());

@@ -88,6 +88,7 @@ std::unique_ptr<Policy> make_policy(std::string_view name, std::size_t workers,
                                                         .set_seed(options.seed)
                                                         .set_race(options.race)
                                                         .set_race_restarts(options.race_restarts)
+                                                        .set_hedge_quotas(options.hedge_quotas)
                                                         .set_objective(options.objective));
   }
   if (name == "ata") {

@@ -4,12 +4,54 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <string>
+#include <utility>
 
+#include "ata/core/error.hpp"
+#include "core/checks.hpp"
 #include "core/normal_sampler.hpp"
 
 namespace ata::detail {
 
 namespace {
+// choose()'s inputs: a simulated round that cannot end, or a NaN objective, would otherwise come
+// out as a plan.
+void require_plans(std::span<const double> means, std::span<const std::size_t> quotas,
+                   std::span<const double> ratios, std::size_t batch, double price,
+                   std::span<const double> rule_means) {
+  if (means.empty()) throw InvalidArgument("plan evaluation needs at least one worker's mean");
+  for (std::size_t j = 0; j < means.size(); ++j) {
+    require_non_negative(means[j], "a worker's planning mean");
+    if (j > 0 && means[j] < means[j - 1]) {
+      throw InvalidArgument("plan evaluation needs the means ascending, got " +
+                            to_text(means[j - 1]) + " before " + to_text(means[j]));
+    }
+  }
+  if (quotas.size() != means.size()) {
+    throw InvalidArgument("plan evaluation got " + std::to_string(quotas.size()) + " quotas for " +
+                          std::to_string(means.size()) + " workers");
+  }
+  std::size_t tasks = 0;
+  for (const std::size_t q : quotas) tasks += q;
+  if (batch == 0 || tasks != batch) {
+    throw InvalidArgument("plan evaluation needs quotas summing to the batch B >= 1, got " +
+                          std::to_string(tasks) + " for B = " + std::to_string(batch));
+  }
+  double total = 0.0;
+  for (const double r : ratios) {
+    require_non_negative(r, "a ratio of the shape");
+    total += r;
+  }
+  if (!(total > 0.0)) throw InvalidArgument("plan evaluation needs ratios with a positive mean");
+  require_non_negative(price, "work price");
+  if (!rule_means.empty() && rule_means.size() != means.size()) {
+    throw InvalidArgument("plan evaluation got " + std::to_string(rule_means.size()) +
+                          " backup rule means for " + std::to_string(means.size()) + " workers");
+  }
+  for (const double m : rule_means) require_non_negative(m, "a backup rule's mean");
+}
+
 // Odd constants that spread (evaluation, round, worker, task) over the generator's state.
 constexpr std::uint64_t kPerEvaluation = 0x9e3779b97f4a7c15ULL;
 constexpr std::uint64_t kPerRound = 0xbf58476d1ce4e5b9ULL;
@@ -90,24 +132,150 @@ double PlanEvaluator::ratio(std::size_t round, std::size_t worker, std::size_t t
   return ratios_[(bits * ratios_.size()) >> 32] * ratio_scale_;
 }
 
-PlanEstimate PlanEvaluator::quotas(std::span<const double> means,
-                                   std::span<const std::size_t> tasks, double price) {
+void PlanEvaluator::quotas(std::span<const double> means, std::span<const std::size_t> tasks,
+                           double price, std::span<const double> rule_means) {
+  const bool hedged = !rule_means.empty();
   double wall = 0.0;
   double work = 0.0;
+  double hedged_wall = 0.0;
+  double hedged_work = 0.0;
   for (std::size_t r = 0; r < rounds_; ++r) {
     double longest = 0.0;
+    double round_work = 0.0;
+    bool overdue = false;  // a copy of the round runs long enough for a backup
     for (std::size_t j = 0; j < means.size(); ++j) {
       double sum = 0.0;
-      for (std::size_t t = 0; t < tasks[j]; ++t) sum += ratio(r, j, t);
+      for (std::size_t t = 0; t < tasks[j]; ++t) {
+        const double x = ratio(r, j, t);
+        sum += x;
+        overdue = overdue || (hedged && x >= overdue_ratio_[j]);
+      }
       sum *= means[j];
       longest = std::max(longest, sum);
-      work += sum;
+      round_work += sum;
       events_ += tasks[j];
     }
     wall += longest;
+    work += round_work;
+    if (!hedged) continue;
+    if (overdue) {
+      const auto [w, b] = hedged_round(r, means, tasks, rule_means);
+      hedged_wall += w;
+      hedged_work += b;
+    } else {
+      hedged_wall += longest;
+      hedged_work += round_work;
+    }
   }
   const auto rounds = static_cast<double>(rounds_);
-  return {0, wall / rounds, work / rounds, (wall + price * work) / rounds};
+  estimates_.push_back({0, wall / rounds, work / rounds, (wall + price * work) / rounds});
+  if (hedged) {
+    estimates_.push_back({0, hedged_wall / rounds, hedged_work / rounds,
+                          (hedged_wall + price * hedged_work) / rounds, kNoRestart, true});
+  }
+}
+
+// The simulator's event loop (sim::Simulation's event_round) for quotas with backup copies:
+// between finishes the rule is asked whenever a worker is free, and the clock also stops when a
+// running copy becomes overdue. Ties between finishes go to the lower worker, as there.
+std::pair<double, double> PlanEvaluator::hedged_round(std::size_t round,
+                                                      std::span<const double> means,
+                                                      std::span<const std::size_t> tasks,
+                                                      std::span<const double> rule_means) {
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  hedged_worker_.clear();
+  first_task_.clear();
+  std::size_t batch = 0;
+  for (std::size_t j = 0; j < means.size(); ++j) {
+    if (tasks[j] == 0) continue;  // never available, never running: the rule ignores it
+    hedged_worker_.push_back(j);
+    first_task_.push_back(batch);
+    batch += tasks[j];
+  }
+  const std::size_t q = hedged_worker_.size();
+  view_.assign(q, BackupWorker{});
+  own_started_.assign(q, 0);
+  copies_started_.assign(q, 0);
+  running_task_.assign(q, 0);
+  copy_start_.assign(q, 0.0);
+  copy_end_.assign(q, kNever);  // +infinity: not running
+  task_copies_.assign(batch, 0);
+  double now = 0.0;
+  double work = 0.0;
+  const auto start = [&](std::size_t u, std::size_t task) {
+    const std::size_t j = hedged_worker_[u];
+    running_task_[u] = task;
+    copy_start_[u] = now;
+    copy_end_[u] = now + means[j] * ratio(round, j, copies_started_[u]++);
+    ++task_copies_[task];
+  };
+  const auto continue_on = [&](std::size_t u) {
+    const std::size_t j = hedged_worker_[u];
+    if (own_started_[u] < tasks[j]) start(u, first_task_[u] + own_started_[u]++);
+  };
+  const auto stop = [&](std::size_t u) {
+    work += now - copy_start_[u];
+    --task_copies_[running_task_[u]];
+    copy_end_[u] = kNever;
+  };
+  for (std::size_t u = 0; u < q; ++u) continue_on(u);
+  std::size_t free = 0;  // available workers: the rule does nothing without one
+  const auto describe = [&] {
+    free = 0;
+    for (std::size_t u = 0; u < q; ++u) {
+      BackupWorker& v = view_[u];
+      const std::size_t j = hedged_worker_[u];
+      v.mean = rule_means[j];
+      v.unstarted = tasks[j] - own_started_[u];
+      v.running = copy_end_[u] != kNever;
+      v.elapsed = v.running ? now - copy_start_[u] : 0.0;
+      v.copies = v.running ? task_copies_[running_task_[u]] : 0;
+      v.available = !v.running && v.unstarted == 0;
+      free += v.available ? 1 : 0;
+    }
+    events_ += q;
+  };
+  std::size_t remaining = batch;
+  describe();
+  while (remaining > 0) {
+    double wake = kNever;
+    if (free > 0) {
+      for (BackupAction a = hedging_.next(view_); a.kind != BackupAction::Kind::none;
+           a = hedging_.next(view_)) {
+        start(a.worker, running_task_[a.from]);  // copies mode: backups only, no take-overs
+        events_ += q;
+        describe();
+      }
+      wake = now + hedging_.time_to_next_overdue(view_);
+      events_ += 2 * q;
+    }
+    std::size_t next = 0;
+    for (std::size_t u = 1; u < q; ++u) {
+      if (copy_end_[u] < copy_end_[next]) next = u;
+    }
+    events_ += q;
+    if (wake < copy_end_[next]) {
+      // The rule answers from elapsed times computed as now - start: step past rounding.
+      now = std::max(wake, std::nextafter(now, kNever));
+      describe();
+      continue;
+    }
+    now = copy_end_[next];
+    const std::size_t task = running_task_[next];
+    work += now - copy_start_[next];
+    --task_copies_[task];
+    copy_end_[next] = kNever;
+    --remaining;
+    // The first copy to finish wins: the others stop, and their workers go on.
+    for (std::size_t u = 0; u < q && task_copies_[task] > 0; ++u) {
+      if (copy_end_[u] == kNever || running_task_[u] != task) continue;
+      stop(u);
+      continue_on(u);
+    }
+    continue_on(next);
+    describe();
+  }
+  return {now, work};
 }
 
 PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t racers,
@@ -168,20 +336,40 @@ PlanEstimate PlanEvaluator::race(std::span<const double> means, std::size_t race
 
 PlanEstimate PlanEvaluator::choose(std::span<const double> means,
                                    std::span<const std::size_t> quotas_per_worker,
-                                   std::span<const double> ratios, std::size_t batch,
-                                   double price, RaceKind kind, std::size_t around,
-                                   bool restarts) {
+                                   std::span<const double> ratios, std::size_t batch, double price,
+                                   RaceKind kind, std::size_t around, bool restarts,
+                                   std::span<const double> rule_means) {
+  require_plans(means, quotas_per_worker, ratios, batch, price, rule_means);
   ++evaluation_;
   events_ = 0;
   ratios_ = ratios;
   double total = 0.0;
-  for (const double r : ratios) total += r;
+  double largest = 0.0;
+  for (const double r : ratios) {
+    total += r;
+    largest = std::max(largest, r);
+  }
   ratio_scale_ = static_cast<double>(ratios.size()) / total;
   // A round's wall is its B-th result, whose relative spread shrinks as 1 / sqrt(B): as many
   // rounds as keep rounds x B about constant.
   rounds_ = std::clamp(kTasks / batch, kMinRounds, kMaxRounds);
   estimates_.clear();
-  estimates_.push_back(quotas(means, quotas_per_worker, price));
+  // A copy becomes overdue only once it has run the threshold times the mean its rule reads
+  // (the largest known for an unknown one): with no ratio that long, the hedged quotas are the
+  // quotas, draw for draw.
+  bool hedged = false;
+  if (!rule_means.empty()) {
+    const double fallback = *std::max_element(rule_means.begin(), rule_means.end());
+    overdue_ratio_.resize(means.size());
+    for (std::size_t j = 0; j < means.size(); ++j) {
+      const double due = rule_means[j] > 0.0 ? rule_means[j] : fallback;
+      overdue_ratio_[j] = means[j] > 0.0 && due > 0.0
+                              ? hedging_.options().threshold_multiple * due / means[j]
+                              : std::numeric_limits<double>::infinity();
+      hedged = hedged || (quotas_per_worker[j] > 0 && largest * ratio_scale_ >= overdue_ratio_[j]);
+    }
+  }
+  quotas(means, quotas_per_worker, price, hedged ? rule_means : std::span<const double>{});
   const std::size_t n = means.size();
   const auto tried = [&](std::size_t m) {
     return std::any_of(estimates_.begin(), estimates_.end(), [m](const PlanEstimate& e) {
@@ -229,7 +417,8 @@ PlanEstimate PlanEvaluator::choose(std::span<const double> means,
       }
     }
   }
-  // The quotas come first: a strict comparison leaves ties to them, then to the race tried first.
+  // The quotas come first: a strict comparison leaves ties to them, then to the hedged quotas
+  // (the same rounds while no copy starts), then to the race tried first.
   const PlanEstimate* best = &estimates_.front();
   for (const PlanEstimate& e : estimates_) {
     if (e.objective < best->objective) best = &e;

@@ -170,11 +170,26 @@ std::vector<std::size_t> frontier_race_grid(std::size_t workers) {
 
 std::size_t frontier_max_probes(std::size_t workers) {
   return frontier_race_grid(workers).size() + 16 +
-         ata::detail::PlanEvaluator::kRestartBudgets.size() + 2;
+         ata::detail::PlanEvaluator::kRestartBudgets.size() + 3;
 }
 
 namespace {
-constexpr double kRestartMargin = 0.01;
+// A refinement of a plan (a restart budget, backup copies) must beat the best plan by this.
+constexpr double kRefinementMargin = 0.01;
+constexpr std::string_view kHedgedSuffix = "+copies";
+
+// "ofta+copies": OFTA's quotas with the backup copies ata-auto's hedged quotas carry, whatever
+// the run's own backups.
+StrategyRun run_frontier_candidate(const ExperimentConfig& config, std::string_view plan,
+                                   const std::function<void(double)>& progress = {}) {
+  if (!plan.ends_with(kHedgedSuffix)) return run_strategy(config, plan, progress);
+  ExperimentConfig hedged = config;
+  hedged.backups = ata::detail::PlanEvaluator::kHedging;
+  StrategyRun run =
+      run_strategy(hedged, plan.substr(0, plan.size() - kHedgedSuffix.size()), progress);
+  run.name = std::string(plan);
+  return run;
+}
 }  // namespace
 
 FrontierChoice choose_frontier(const ExperimentConfig& config) {
@@ -194,7 +209,7 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
     for (const auto& c : choice.candidates) {
       if (c.plan == plan) return;
     }
-    const StrategyRun r = run_strategy(probe, plan);
+    const StrategyRun r = run_frontier_candidate(probe, plan);
     choice.candidates.push_back({plan, r.wall_time, r.worker_time, r.objective});
   };
   const auto best_race = [&] {
@@ -228,6 +243,8 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
     probe_plan(race_to_restart + "@" + ata::detail::to_text(factor));
   }
   probe_plan("ofta");
+  // Hedged quotas, as ata-auto may play them: on tails with rare long times they beat both.
+  probe_plan("ofta" + std::string(kHedgedSuffix));
   const EoftaCost cost = estimate_eofta_cost(probe, config.frontier_eofta_sweep_terms);
   if (cost.fits()) {
     try {
@@ -238,11 +255,11 @@ FrontierChoice choose_frontier(const ExperimentConfig& config) {
   } else {
     choice.eofta_note = cost.reason;
   }
-  // A restart budget must beat its race without restarts by kRestartMargin: on memoryless or
-  // light tails a budget changes little, and the probes' noise alone would pick one.
+  // A restart budget or backup copies must beat the plans without by kRefinementMargin: on
+  // memoryless or light tails they change little, and the probes' noise alone would pick them.
   const auto judged = [&](const FrontierCandidate& c) {
-    return c.plan.find('@') != std::string::npos ? c.objective * (1.0 + kRestartMargin)
-                                                 : c.objective;
+    const bool refined = c.plan.find('@') != std::string::npos || c.plan.ends_with(kHedgedSuffix);
+    return refined ? c.objective * (1.0 + kRefinementMargin) : c.objective;
   };
   const auto best = std::min_element(choice.candidates.begin(), choice.candidates.end(),
                                      [&](const FrontierCandidate& a, const FrontierCandidate& b) {
@@ -259,6 +276,8 @@ std::string plan_name(std::size_t racers) {
   return racers == 0 ? std::string("quotas") : "race:" + std::to_string(racers);
 }
 
+constexpr std::string_view kHedgedQuotas = "hedged quotas";
+
 }  // namespace
 
 std::vector<PlayedPlan> played_plans(const Policy& policy) {
@@ -266,7 +285,10 @@ std::vector<PlayedPlan> played_plans(const Policy& policy) {
   const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(&policy);
   if (automatic == nullptr) return played;
   const auto rounds = automatic->rounds_by_racers();
-  for (std::size_t m = 0; m < rounds.size(); ++m) {
+  const std::size_t hedged = automatic->hedged_rounds();
+  if (rounds[0] > hedged) played.push_back({plan_name(0), rounds[0] - hedged});
+  if (hedged > 0) played.push_back({std::string(kHedgedQuotas), hedged});
+  for (std::size_t m = 1; m < rounds.size(); ++m) {
     if (rounds[m] > 0) played.push_back({plan_name(m), rounds[m]});
   }
   std::stable_sort(played.begin(), played.end(),
@@ -285,7 +307,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   }
   if (strategy == "frontier") {
     FrontierChoice choice = choose_frontier(config);
-    StrategyRun run = run_strategy(config, choice.plan, progress);
+    StrategyRun run = run_frontier_candidate(config, choice.plan, progress);
     run.name = "frontier";
     run.eofta.reset();
     run.frontier = std::move(choice);
@@ -377,7 +399,7 @@ StrategyRun run_strategy(const ExperimentConfig& config, std::string_view strate
   run.played_plans = played_plans(*policy);
   if (const auto* automatic = dynamic_cast<const AtaAutoPolicy*>(policy.get())) {
     for (const auto& e : automatic->last_evaluation()) {
-      std::string plan = plan_name(e.racers);
+      std::string plan = e.hedged ? std::string(kHedgedQuotas) : plan_name(e.racers);
       if (std::isfinite(e.restart_after)) {
         plan += " restarting past " + detail::to_text(e.restart_after) + "x the mean";
       }

@@ -46,8 +46,8 @@ TEST_CASE("frontier races all of 64 near-identical exponential workers at p = 0"
   CHECK(choice.probe_rounds == 200);
   CHECK(choice.probe_seed != config.seed);
   // doubling grid 1..64 (7), refined between 32 and 64 in steps of 8 (3 new), race:64 with 4
-  // restart budgets, OFTA, EOFTA
-  CHECK(choice.candidates.size() == 16);
+  // restart budgets, OFTA with and without backup copies, EOFTA
+  CHECK(choice.candidates.size() == 17);
   CHECK(choice.candidates.size() <= ata::sim::frontier_max_probes(64));
   // The run plays the chosen plan on the run's seed.
   const auto run = ata::sim::run_strategy(config, "frontier");
@@ -83,13 +83,14 @@ TEST_CASE(
   config.rounds = 20;
   const auto choice = ata::sim::choose_frontier(config);
   CHECK(choice.probe_rounds == 20);
-  CHECK(choice.candidates.size() == 9);  // race:1..3, the best with 4 restart budgets, OFTA, EOFTA
+  // race:1..3, the best with 4 restart budgets, OFTA with and without copies, EOFTA
+  CHECK(choice.candidates.size() == 10);
   config.frontier_probe_rounds = 0;
   CHECK_THROWS_AS(ata::sim::choose_frontier(config), ata::InvalidArgument);
   config.frontier_probe_rounds = 200;
   config.frontier_eofta_sweep_terms = 0.0;  // nothing fits
   const auto without = ata::sim::choose_frontier(config);
-  CHECK(without.candidates.size() == 8);
+  CHECK(without.candidates.size() == 9);
   CHECK_FALSE(without.eofta_note.empty());
   CHECK(ata::sim::frontier_race_grid(100) == std::vector<std::size_t>{1, 2, 4, 8, 16, 32, 64, 100});
 }

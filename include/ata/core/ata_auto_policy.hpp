@@ -115,13 +115,17 @@ namespace ata {
 /// 5. Plans (only with Options::race set): which plan of the round minimises the objective
 ///    E[wall] + p x E[worker time] (Options::objective, p = 1/n by default) is learned from the
 ///    estimates. Once the shape has 256 ratios, the quotas of step 2 (computed with the
-///    planning means below, no posterior noise) and races of the m workers of smallest planning
-///    mean (m on a doubling grid, refined around the best; with Options::race_restarts, also the
-///    best race with restart budgets when the shape's tail is heavy) are simulated under the
-///    learned laws,
-///    worker i's time being its planning mean times a ratio drawn from the shape, on common
-///    draws (detail::PlanEvaluator), and the cheapest is played. Later evaluations are local
-///    steps (the quotas, the race played and its neighbours m -/+ m/8), as far apart as keeps
+///    planning means below, no posterior noise), with Options::hedge_quotas the same quotas
+///    hedged (Plan::set_backups() with BackupMode::copies: a free quota worker starts a copy of
+///    a task overdue at 4x its mean, the engines' backup rule; tried when the shape holds a
+///    ratio that long, else no copy could start), and races of the m workers of smallest
+///    planning mean (m on a doubling grid, refined around the best; with Options::race_restarts,
+///    also the best race with restart budgets when the shape's tail is heavy) are simulated
+///    under the learned laws, worker i's time being its planning mean times a ratio drawn from
+///    the shape, on common draws (detail::PlanEvaluator), and the cheapest is played. A quota
+///    plan that is not hedged leaves Plan::backups() unset: the driver's default applies. Later
+///    evaluations are local steps (the quotas, hedged too, the race played and its neighbours
+///    m -/+ m/8), as far apart as keeps
 ///    their cost per round at about a round's own, and at most as many rounds apart as have been
 ///    played; a detected change or a newly seen worker brings the next forward (to a quarter
 ///    of the gap) and makes it a full one.
@@ -134,8 +138,9 @@ namespace ata {
 ///    - While racing, the members are re-picked every round from the planning means (a member
 ///      whose censored times push its mean up leaves), the exploration credit grows by
 ///      Options::exploration_budget of the predicted objective and each exploratory racer costs
-///      p x the predicted wall, and the shape learns only from quota rounds (a race's finished
-///      times are biased short: the long ones are stopped).
+///      p x the predicted wall, and the shape learns only from quota rounds that are not
+///      hedged (a race's or a hedged round's finished times are biased short: the long ones are
+///      stopped).
 ///    - A racer that finishes far fewer tasks than its window predicts (rounds x M(window /
 ///      planning mean); an alarm needs at most a quarter of that count and a Poisson
 ///      log-probability below log 1e-8, divided by the shape's cv^2 when above 1) restarts its
@@ -200,6 +205,11 @@ class AtaAutoPolicy final : public Policy {
     /// exponential). Every engine runs them (docs/design.md); false keeps the races without.
     /// Read only with race set.
     bool race_restarts = true;
+    /// Whether its quotas may be hedged (step 5: quotas with backup copies of overdue tasks,
+    /// Plan::set_backups() with BackupMode::copies, tried when the learned shape has times
+    /// long enough to make a copy overdue). Every engine runs them; false leaves every quota
+    /// round's backups to the driver's default. Read only with race set.
+    bool hedge_quotas = true;
     /// What a plan costs: wall + p x worker time (p = 1/n by default). Read only with race set.
     Objective objective;
 
@@ -207,6 +217,10 @@ class AtaAutoPolicy final : public Policy {
     Options& set_race(std::optional<RaceKind> value) noexcept { race = value; return *this; }
     Options& set_objective(const Objective& value) noexcept { objective = value; return *this; }
     Options& set_race_restarts(bool value) noexcept { race_restarts = value; return *this; }
+    Options& set_hedge_quotas(bool value) noexcept {
+      hedge_quotas = value;
+      return *this;
+    }
     Options& set_exploration(double value) noexcept { exploration = value; return *this; }
     Options& set_change_threshold(double value) noexcept { change_threshold = value; return *this; }
     Options& set_exploration_budget(double value) noexcept {
@@ -223,6 +237,9 @@ class AtaAutoPolicy final : public Policy {
     double objective = 0.0;  ///< wall + p x work
     /// Restart budget in multiples of each racer's mean (+infinity: none).
     double restart_after = std::numeric_limits<double>::infinity();
+    /// Quotas with backup copies of overdue tasks (BackupMode::copies, the default threshold
+    /// and copies); false for the plain quotas and for races.
+    bool hedged = false;
   };
 
   /// Throws ata::InvalidArgument for workers = 0, exploration not finite and > 0, a
@@ -267,6 +284,10 @@ class AtaAutoPolicy final : public Policy {
   [[nodiscard]] double chosen_restart() const noexcept { return restart_; }
   /// Race rounds played with restart budgets.
   [[nodiscard]] std::size_t restart_rounds() const noexcept { return restart_rounds_; }
+  /// Whether the plan chosen at the last evaluation is the hedged quotas.
+  [[nodiscard]] bool chosen_hedged() const noexcept { return hedged_; }
+  /// Quota rounds played hedged (with backup copies), among rounds_by_racers()[0].
+  [[nodiscard]] std::size_t hedged_rounds() const noexcept { return hedged_rounds_; }
   /// Every candidate's estimate at the last evaluation (empty before the first), quotas first.
   [[nodiscard]] std::span<const PlanEstimate> last_evaluation() const noexcept {
     return last_evaluation_;
@@ -392,8 +413,11 @@ class AtaAutoPolicy final : public Policy {
   double race_objective_ = 0.0;  // and objective
   bool racing_ = false;          // the round being observed is a race
   bool restarting_ = false;      // with restart budgets
+  bool hedged_ = false;          // the chosen plan is the hedged quotas
+  bool hedging_ = false;         // the round being observed is hedged quotas
   double restart_ = std::numeric_limits<double>::infinity();  // the chosen budget (x mean)
   std::size_t restart_rounds_ = 0;
+  std::size_t hedged_rounds_ = 0;
   std::size_t evaluated_at_ = 0;     // round of the last evaluation
   std::size_t next_evaluation_ = 0;  // round of the next one
   std::size_t evaluation_gap_ = 0;   // rounds between them, without changes
@@ -407,6 +431,7 @@ class AtaAutoPolicy final : public Policy {
   std::vector<std::pair<double, std::size_t>> keyed_;  // scratch of race(): (mean, worker)
   std::vector<double> sorted_means_;
   std::vector<std::size_t> sorted_quotas_;
+  std::vector<double> rule_means_;  // per sorted worker: its Policy::stats() mean (hedging)
   // A racer's time on test, finished tasks and rounds since its window opened (the exposure
   // test), and since its last change (its planning mean).
   std::vector<double> exposure_;

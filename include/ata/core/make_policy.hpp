@@ -28,6 +28,9 @@ struct PolicyOptions {
   /// "ata-auto" with `race`: whether its races may carry restart budgets
   /// (AtaAutoPolicy::Options::race_restarts).
   bool race_restarts = true;
+  /// "ata-auto" with `race`: whether its quotas may be hedged
+  /// (AtaAutoPolicy::Options::hedge_quotas).
+  bool hedge_quotas = true;
   Objective objective;  ///< "ata-auto" with `race`: the objective its plans minimise.
 };
 

@@ -92,15 +92,19 @@ struct FrontierChoice {
 [[nodiscard]] std::vector<std::size_t> frontier_race_grid(std::size_t workers);
 
 /// How many probe runs choose_frontier() makes at most for n workers: the grid, up to 16 refining
-/// race sizes, OFTA and EOFTA (<= 2 log2 n + 20).
+/// race sizes, the best race with each restart budget, OFTA with and without backup copies, and
+/// EOFTA (<= log2 n + 25).
 [[nodiscard]] std::size_t frontier_max_probes(std::size_t workers);
 
 /// The best fixed plan under config.objective, chosen from the true laws: race:M (the M fastest
 /// by true mean, fungible) on frontier_race_grid(), then refined between M*/2 and 2 M* (step
-/// max(1, M*/8)) around the best grid M*, OFTA's quotas, and EOFTA's where they fit
-/// (frontier_eofta_sweep_terms). Each is run min(rounds, frontier_probe_rounds) rounds on
-/// frontier_probe_seed(seed), without SGD; ties go to the first probed. Throws
-/// ata::InvalidArgument for bad settings (as run_strategy) or frontier_probe_rounds 0.
+/// max(1, M*/8)) around the best grid M*, the best of those with each restart budget ("race:M@F"),
+/// OFTA's quotas, OFTA's quotas with the backup copies ata-auto's hedged quotas carry
+/// ("ofta+copies", whatever config.backups), and EOFTA's where they fit
+/// (frontier_eofta_sweep_terms). A restart budget or the copies must beat the others by 1 %. Each
+/// is run min(rounds, frontier_probe_rounds) rounds on frontier_probe_seed(seed), without SGD; ties
+/// go to the first probed. Throws ata::InvalidArgument for bad settings (as run_strategy) or
+/// frontier_probe_rounds 0.
 [[nodiscard]] FrontierChoice choose_frontier(const ExperimentConfig& config);
 
 /// One recorded point: totals up to and including `round`.
