@@ -199,29 +199,41 @@ std::pair<double, double> PlanEvaluator::hedged_round(std::size_t round,
   running_task_.assign(q, 0);
   copy_start_.assign(q, 0.0);
   copy_end_.assign(q, kNever);  // +infinity: not running
+  copy_long_.assign(q, 0);
   task_copies_.assign(batch, 0);
   double now = 0.0;
   double work = 0.0;
+  // The rule acts only through a free (available) worker, and only on a copy long enough to
+  // become overdue: a shorter one ends before its due time. Without both it answers none and
+  // wakes no one before the next finish, so it is not asked.
+  std::size_t free = 0;
+  std::size_t long_running = 0;
   const auto start = [&](std::size_t u, std::size_t task) {
     const std::size_t j = hedged_worker_[u];
+    const double x = ratio(round, j, copies_started_[u]++);
     running_task_[u] = task;
     copy_start_[u] = now;
-    copy_end_[u] = now + means[j] * ratio(round, j, copies_started_[u]++);
+    copy_end_[u] = now + means[j] * x;
+    copy_long_[u] = x >= overdue_ratio_[j] ? 1 : 0;
+    long_running += copy_long_[u];
     ++task_copies_[task];
+  };
+  const auto end_copy = [&](std::size_t u) {
+    work += now - copy_start_[u];
+    --task_copies_[running_task_[u]];
+    long_running -= copy_long_[u];
+    copy_end_[u] = kNever;
   };
   const auto continue_on = [&](std::size_t u) {
     const std::size_t j = hedged_worker_[u];
-    if (own_started_[u] < tasks[j]) start(u, first_task_[u] + own_started_[u]++);
-  };
-  const auto stop = [&](std::size_t u) {
-    work += now - copy_start_[u];
-    --task_copies_[running_task_[u]];
-    copy_end_[u] = kNever;
+    if (own_started_[u] < tasks[j]) {
+      start(u, first_task_[u] + own_started_[u]++);
+    } else {
+      ++free;
+    }
   };
   for (std::size_t u = 0; u < q; ++u) continue_on(u);
-  std::size_t free = 0;  // available workers: the rule does nothing without one
   const auto describe = [&] {
-    free = 0;
     for (std::size_t u = 0; u < q; ++u) {
       BackupWorker& v = view_[u];
       const std::size_t j = hedged_worker_[u];
@@ -231,17 +243,17 @@ std::pair<double, double> PlanEvaluator::hedged_round(std::size_t round,
       v.elapsed = v.running ? now - copy_start_[u] : 0.0;
       v.copies = v.running ? task_copies_[running_task_[u]] : 0;
       v.available = !v.running && v.unstarted == 0;
-      free += v.available ? 1 : 0;
     }
     events_ += q;
   };
   std::size_t remaining = batch;
-  describe();
   while (remaining > 0) {
     double wake = kNever;
-    if (free > 0) {
+    if (free > 0 && long_running > 0) {
+      describe();
       for (BackupAction a = hedging_.next(view_); a.kind != BackupAction::Kind::none;
            a = hedging_.next(view_)) {
+        --free;
         start(a.worker, running_task_[a.from]);  // copies mode: backups only, no take-overs
         events_ += q;
         describe();
@@ -257,23 +269,19 @@ std::pair<double, double> PlanEvaluator::hedged_round(std::size_t round,
     if (wake < copy_end_[next]) {
       // The rule answers from elapsed times computed as now - start: step past rounding.
       now = std::max(wake, std::nextafter(now, kNever));
-      describe();
       continue;
     }
     now = copy_end_[next];
     const std::size_t task = running_task_[next];
-    work += now - copy_start_[next];
-    --task_copies_[task];
-    copy_end_[next] = kNever;
+    end_copy(next);
     --remaining;
     // The first copy to finish wins: the others stop, and their workers go on.
     for (std::size_t u = 0; u < q && task_copies_[task] > 0; ++u) {
       if (copy_end_[u] == kNever || running_task_[u] != task) continue;
-      stop(u);
+      end_copy(u);
       continue_on(u);
     }
     continue_on(next);
-    describe();
   }
   return {now, work};
 }
@@ -359,7 +367,10 @@ PlanEstimate PlanEvaluator::choose(std::span<const double> means,
   // quotas, draw for draw.
   bool hedged = false;
   if (!rule_means.empty()) {
-    const double fallback = *std::max_element(rule_means.begin(), rule_means.end());
+    double fallback = 0.0;  // the rule's, over the workers it sees: those with quotas
+    for (std::size_t j = 0; j < means.size(); ++j) {
+      if (quotas_per_worker[j] > 0) fallback = std::max(fallback, rule_means[j]);
+    }
     overdue_ratio_.resize(means.size());
     for (std::size_t j = 0; j < means.size(); ++j) {
       const double due = rule_means[j] > 0.0 ? rule_means[j] : fallback;

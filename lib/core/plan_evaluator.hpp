@@ -135,8 +135,8 @@ class PlanEvaluator {
   std::vector<double> renewals_;                      // M at them
   double shape_cv2_ = 1.0;
   // The hedged quotas' state, per quota worker: the rule's view, the worker's index in `means`,
-  // its own tasks started, copies started (its draws), and its running copy's task, start and
-  // end; per task, its copies running.
+  // its own tasks started, copies started (its draws), and its running copy's task, start, end
+  // and length; per task, its copies running.
   const BackupRule hedging_{kHedging};
   std::vector<double> overdue_ratio_;  // per worker: the least ratio whose copy becomes overdue
   std::vector<BackupWorker> view_;
@@ -146,6 +146,7 @@ class PlanEvaluator {
   std::vector<std::size_t> running_task_;
   std::vector<double> copy_start_;
   std::vector<double> copy_end_;
+  std::vector<unsigned char> copy_long_;  // 1: the running copy will become overdue
   std::vector<std::size_t> task_copies_;
   std::vector<std::size_t> first_task_;  // each quota worker's first task index
 };
