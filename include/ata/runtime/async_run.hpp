@@ -77,14 +77,16 @@ class AsyncOperation final : public BatchOperation {
   template <class Step, class Dropped>
   class PostedStep {
    public:
-    PostedStep(std::shared_ptr<AsyncOperation> self, Step step, Dropped dropped)
-        : self_(std::move(self)), step_(step), dropped_(dropped) {}
+    PostedStep(std::shared_ptr<AsyncOperation> self, Step step, Dropped dropped,
+               std::shared_ptr<std::atomic<bool>> gate)
+        : self_(std::move(self)), step_(step), dropped_(dropped), gate_(std::move(gate)) {}
     PostedStep(const PostedStep&) = delete;
     PostedStep& operator=(const PostedStep&) = delete;
     ~PostedStep() {
       if (!ran_.exchange(true, std::memory_order_acq_rel)) dropped_(*self_);
     }
     void operator()() noexcept {
+      gate_->wait(false, std::memory_order_acquire);
       if (!ran_.exchange(true, std::memory_order_acq_rel)) step_(*self_);
     }
 
@@ -92,6 +94,7 @@ class AsyncOperation final : public BatchOperation {
     const std::shared_ptr<AsyncOperation> self_;
     Step step_;
     Dropped dropped_;
+    const std::shared_ptr<std::atomic<bool>> gate_;  // open once the poster is out of post()
     std::atomic<bool> ran_{false};
   };
 
@@ -99,24 +102,31 @@ class AsyncOperation final : public BatchOperation {
   // executor destroys the step unrun.
   template <class Step, class Dropped>
   void post_to_handler(Step step, Dropped dropped) noexcept {
-    // Held across the post, released after it: Asio wakes the executor's thread after
-    // unlocking, so without it that thread could run the step, run out of work and let its
-    // io_context be destroyed while this thread (a worker) is still inside post().
-    const auto posting = boost::asio::make_work_guard(work_.get_executor());
+    // The step waits until this thread (a worker) is out of post(): else the executor's thread
+    // could run it, complete the handler, and let its owner destroy the executor's context (an
+    // io_context, a strand's service) while this thread still wakes it up or drops its last
+    // reference to a strand. A work guard held across the post covers the first, not the
+    // second: its executor, the strand, outlives its on_work_finished().
+    const auto gate = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<PostedStep<Step, Dropped>> posted;
     try {
       posted = std::make_shared<PostedStep<Step, Dropped>>(
-          std::static_pointer_cast<AsyncOperation>(shared_from_this()), step, dropped);
+          std::static_pointer_cast<AsyncOperation>(shared_from_this()), step, dropped, gate);
       boost::asio::post(work_.get_executor(), [posted] { (*posted)(); });
+      posted.reset();
     } catch (...) {
       // Posting allocates; without memory there is no thread to complete on. Completing here
       // keeps the promise that every operation completes, if not that it never runs inline.
+      gate->store(true, std::memory_order_release);
       if (posted) {
         (*posted)();
       } else {
         step(*this);
       }
+      return;
     }
+    gate->store(true, std::memory_order_release);
+    gate->notify_one();
   }
 
   void complete() noexcept {

@@ -13,6 +13,7 @@
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -82,17 +83,21 @@ class AsyncStream final
   }
 
   void post_completion(std::exception_ptr error, StreamReport report) noexcept {
-    auto self = this->shared_from_this();
-    // Held across the post, as async_run() does: the executor's thread could otherwise run the
-    // handler, run out of work and let its io_context die while this thread is inside post().
-    const auto posting = boost::asio::make_work_guard(work_.get_executor());
+    // The handler waits until this thread is out of post() and holds nothing of its executor,
+    // as in async_run() (post_to_handler()).
+    const auto gate = std::make_shared<std::atomic<bool>>(false);
     try {
-      boost::asio::post(work_.get_executor(), [self, error, report = std::move(report)]() mutable {
+      boost::asio::post(work_.get_executor(), [self = this->shared_from_this(), gate, error,
+                                               report = std::move(report)]() mutable {
+        gate->wait(false, std::memory_order_acquire);
         self->complete(std::move(error), std::move(report));
       });
     } catch (...) {
       complete(std::move(error), std::move(report));
+      return;
     }
+    gate->store(true, std::memory_order_release);
+    gate->notify_one();
   }
 
   void complete(std::exception_ptr error, StreamReport report) noexcept {
