@@ -109,7 +109,11 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     report_.tasks.assign(lanes.size(), 0);
     report_.busy.assign(lanes.size(), 0.0);
     to_enlist_.reserve(lanes.size());
-    for (auto& slot : slots_) slot.enlisting.reserve(lanes.size());
+    stale_stops_.reserve(lanes.size());
+    for (auto& slot : slots_) {
+      slot.enlisting.reserve(lanes.size());
+      slot.stopping.reserve(lanes.size());
+    }
   }
 
   // Keeps `workers` busy: queues the stream on their lanes, all or none. Lanes shut down
@@ -202,9 +206,18 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
                    : version_ + steps;
     if (!stale_bound_) return;
     for (auto& slot : slots_) {
-      if (slot.running && version_ - slot.version >= *stale_bound_ && !slot.stop.stop_requested()) {
-        slot.stop.request_stop();
+      if (slot.running && !slot.stale && version_ - slot.version >= *stale_bound_ &&
+          !slot.stop.stop_requested()) {
+        // Decided here, under the lock (the task is delivered as stopped, whatever it
+        // returns); requested once the lock is released (take_stale_stops()): a request wakes
+        // a sleeping task, a system call that would hold every other delivery.
+        slot.stale = true;
         ++report_.stale_stops;
+        try {
+          stale_stops_.push_back(slot.stop);
+        } catch (...) {
+          slot.stop.request_stop();
+        }
       }
     }
   }
@@ -241,9 +254,23 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
     bool running = false;       // inside its task
     bool busy = false;          // kept busy by the consumer
     bool enlisted = false;      // the stream is queued on or running in this lane
+    bool stale = false;         // the running task is stopped as stale, its request maybe due
     // The workers put back by the consumer of this lane's delivery, queued after it returns.
     std::vector<std::size_t> enlisting;
+    // Stale stops this lane requests once it has released the lock (take_stale_stops()).
+    std::vector<std::stop_source> stopping;
   };
+
+  // Under the lock: moves the stale stops decided so far into `out`, to request with
+  // request_stops() once the lock is released. Whoever releases the lock after a delivery
+  // takes them, so none waits longer than the delivery that decided it.
+  void take_stale_stops(std::vector<std::stop_source>& out) noexcept {
+    if (!stale_stops_.empty()) out.swap(stale_stops_);
+  }
+  static void request_stops(std::vector<std::stop_source>& stops) noexcept {
+    for (auto& stop : stops) stop.request_stop();
+    stops.clear();
+  }
 
   void check_worker(std::size_t worker, const char* what) const {
     if (worker >= slots_.size()) {
@@ -354,6 +381,7 @@ class StreamState final : public Chunk, public std::enable_shared_from_this<Stre
   std::optional<DeadlineTimer::Id> deadline_;
   StreamReport report_;
   std::vector<std::size_t> to_enlist_;  // put back during the current delivery
+  std::vector<std::stop_source> stale_stops_;  // decided by advance(), not yet requested
   DeliveryFacts delivering_;            // the delivery being made
 };
 
@@ -363,13 +391,14 @@ void StreamState::run(Lane& lane) noexcept {
   std::unique_lock lock(mutex_);
   ++inside_;
   while (!ending_ && slot.busy) {
-    if (slot.stop.stop_requested()) {
+    if (slot.stale || slot.stop.stop_requested()) {
       try {
         slot.stop = std::stop_source();
       } catch (...) {
         fail_locked(std::current_exception());
         break;
       }
+      slot.stale = false;
     }
     slot.task = report_.started++;
     slot.version = version_;
@@ -377,7 +406,9 @@ void StreamState::run(Lane& lane) noexcept {
     ++running_count_;
     ++report_.tasks[worker];
     const StreamContext ctx(slot.task, worker, slot.stop.get_token(), slot.version);
+    take_stale_stops(slot.stopping);
     lock.unlock();
+    request_stops(slot.stopping);
 
     // Slowdown::change_at() counts rounds from 1: a stream's round is its version + 1.
     const std::size_t round = static_cast<std::size_t>(
@@ -395,9 +426,9 @@ void StreamState::run(Lane& lane) noexcept {
     slot.running = false;
     --running_count_;
     // A stop requested while it ran (under this lock) makes it stopped, whatever it returned.
-    const StreamOutcome outcome = ctx.stop_requested() ? StreamOutcome::stopped
-                                  : error              ? StreamOutcome::failed
-                                                       : StreamOutcome::completed;
+    const StreamOutcome outcome = slot.stale || ctx.stop_requested() ? StreamOutcome::stopped
+                                  : error                            ? StreamOutcome::failed
+                                                                     : StreamOutcome::completed;
     delivering_ = DeliveryFacts{ctx.task(),
                                 worker,
                                 ctx.version(),
@@ -444,7 +475,9 @@ void StreamState::run(Lane& lane) noexcept {
     if (to_enlist_.empty() && !yield) continue;
     slot.enlisting.assign(to_enlist_.begin(), to_enlist_.end());
     to_enlist_.clear();
+    take_stale_stops(slot.stopping);
     lock.unlock();
+    request_stops(slot.stopping);
     for (std::size_t other : slot.enlisting) enlist(other, lock);
     if (yield) {
       enlist(worker, lock);
@@ -458,7 +491,11 @@ void StreamState::run(Lane& lane) noexcept {
   slot.enlisted = false;
   --inside_;
   if (!ending_) end_if_idle_locked();
+  // Local: the stream may be complete, and its lanes gone, once the lock is released.
+  std::vector<std::stop_source> stopping;
+  take_stale_stops(stopping);
   leave_locked(lock);
+  request_stops(stopping);
 }
 
 namespace {

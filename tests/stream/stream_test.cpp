@@ -1,6 +1,12 @@
 // [stream] on WorkerPool and on PostedLanes over plain std::threads (all visible to
 // ThreadSanitizer), the scenarios of stream_scenarios.hpp; then what depends on no kind: bad
 // input, streams and batches sharing lanes, many concurrent streams.
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <tuple>
 
 #include "lanes/lane_kinds.hpp"
@@ -119,6 +125,57 @@ TEST_CASE("a slowed lane's streamed task takes its slowdown, and a stale stop cu
     CHECK(s.duration.count() > 0);
   }
   CHECK(report.stale_stops >= 2);
+}
+
+TEST_CASE("a stale stop is requested outside the stream's lock: other lanes deliver meanwhile",
+          "[runtime][stream]") {
+  // Worker 0's one task waits for its stop, which is stale at the first advance. Its stop
+  // callback runs on the lane that requests the stop and holds that lane until another lane
+  // has delivered twice more. Requested under the stream's lock, it would wait for nothing:
+  // every delivery takes that lock.
+  rt::WorkerPool pool(3);
+  rt::TaskStream stream(pool);
+  std::mutex mutex;
+  std::condition_variable delivered;
+  std::array<std::size_t, 3> deliveries{};
+  bool others_delivered = false;
+  std::atomic<bool> registered = false;  // no advance before worker 0's callback is in place
+  const auto report = stream.run(
+      [&](const rt::StreamContext& ctx) {
+        if (ctx.worker() != 0) {
+          while (!registered.load()) std::this_thread::sleep_for(100us);
+          return;
+        }
+        std::stop_callback hold(ctx.stop_token(), [&] {
+          std::unique_lock lock(mutex);
+          const auto before = deliveries;
+          others_delivered = delivered.wait_for(lock, 10s, [&] {
+            return deliveries[1] >= before[1] + 2 || deliveries[2] >= before[2] + 2;
+          });
+        });
+        registered = true;
+        std::mutex wait_mutex;
+        std::unique_lock wait_lock(wait_mutex);
+        std::condition_variable_any().wait(wait_lock, ctx.stop_token(), [] { return false; });
+      },
+      [&](rt::StreamDelivery<void>& d) {
+        {
+          std::lock_guard lock(mutex);
+          ++deliveries[d.worker()];
+        }
+        delivered.notify_all();
+        if (d.worker() == 0) {
+          CHECK(d.outcome() == rt::StreamOutcome::stopped);
+          d.end_stream();
+          return rt::StreamVerdict::reject;
+        }
+        d.advance();
+        return rt::StreamVerdict::accept;
+      },
+      rt::StreamOptions{}.set_stale_bound(1).set_deadline(60s));
+  CHECK(report.end == rt::StreamEnd::consumer);
+  CHECK(report.stale_stops >= 1);
+  CHECK(others_delivered);
 }
 
 TEST_CASE("streams and batches share lanes task by task", "[runtime][stream]") {
