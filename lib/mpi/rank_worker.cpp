@@ -41,12 +41,15 @@ bool message_waiting(MPI_Comm comm) {
 
 enum class Delayed { done, stopped, past_budget };
 
-// The slowdown's delay; it ends early at the task's restart budget, and when `interrupted`
-// (if set) says the task's result is no longer wanted.
-Delayed delay(const runtime::Slowdown& slowdown, std::chrono::nanoseconds length,
-              const std::function<bool()>& interrupted, Clock::time_point budget_end) {
+// The slowdown's delay, `length` from the task's start: the task lasts its draw, as in the
+// simulator, whatever part of it the task's own run took. It ends early at the task's
+// restart budget, and when `interrupted` (if set) says the task's result is no longer wanted.
+Delayed delay(const runtime::Slowdown& slowdown, Clock::time_point start,
+              std::chrono::nanoseconds length, const std::function<bool()>& interrupted,
+              Clock::time_point budget_end) {
+  const auto end = start + length;
+  length = std::chrono::duration_cast<std::chrono::nanoseconds>(end - Clock::now());
   if (length <= std::chrono::nanoseconds{0}) return Delayed::done;
-  const auto end = Clock::now() + length;
   const bool burn = slowdown.kind() == runtime::Slowdown::Kind::burn;
   if (!interrupted && !burn && budget_end >= end) {
     std::this_thread::sleep_for(length);
@@ -133,7 +136,7 @@ class Worker {
     Bytes result;
     for (std::size_t r = 0; r < slowdown_.repetitions(); ++r) result = f(in);
     const Delayed delayed =
-        delay(slowdown_, slowdown_.draw(w.round, rng_), interrupted, budget_end);
+        delay(slowdown_, start, slowdown_.draw(w.round, rng_), interrupted, budget_end);
     const auto now = Clock::now();
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(now - start);
     // A stopped task's number and running time, under `tag`.

@@ -152,16 +152,19 @@ void Lane::run_slowed_with(Run&& run, const std::stop_token& stop, std::size_t r
       }
       return;
     case Slowdown::Kind::sleep: {
-      // Drawn first, so every task started consumes exactly one draw, whatever it does.
+      // Drawn first, so every task started consumes exactly one draw, whatever it does. The
+      // task lasts its draw, as in the simulator: the wait covers what its run left of it.
       const auto delay = slowdown_.draw(round, rng_);
+      const auto begun = Clock::now();
       run();
-      pause(delay, stop);
+      const auto left = delay - (Clock::now() - begun);
+      if (left > Clock::duration::zero()) pause(left, stop);
       return;
     }
     case Slowdown::Kind::burn: {
       const auto delay = slowdown_.draw(round, rng_);
-      run();
       const auto deadline = Clock::now() + delay;
+      run();
       while (Clock::now() < deadline && !stop.stop_requested()) {
       }
       return;

@@ -146,6 +146,35 @@ TEST_CASE("burn and repeat slowdowns cost what they say", "[runtime][slowdown]")
   }
 }
 
+TEST_CASE("a slowed task lasts its draw, its own run included, as in the simulator",
+          "[runtime][slowdown]") {
+  // Each task runs 100 ms of its own and draws 100 ms (sleep) or 60 ms (burn): it lasts about
+  // max(run, draw), not their sum. The bound sits halfway between the two, against the run
+  // the task itself measured.
+  rt::PoolOptions options(2);
+  options.set_slowdown(0, rt::Slowdown::sleep(ata::models::TimeModel::constant(100.0), 1ms))
+      .set_slowdown(1, rt::Slowdown::burn(ata::models::TimeModel::constant(60.0), 1ms));
+  rt::WorkerPool pool(options);
+  ata::UniformPolicy policy(2);
+  rt::BatchScheduler scheduler(pool, policy, ata::testing::without_backups());
+  std::vector<std::chrono::nanoseconds> ran(2);
+  const auto report = scheduler
+                          .run(2,
+                               [&](const rt::TaskContext& ctx) {
+                                 const auto start = std::chrono::steady_clock::now();
+                                 std::this_thread::sleep_for(100ms);
+                                 ran[ctx.task()] = std::chrono::steady_clock::now() - start;
+                               })
+                          .report;
+  REQUIRE(report.tasks.size() == 2);
+  for (const auto& record : report.tasks) {
+    CAPTURE(record.worker, record.duration.count(), ran[record.task].count());
+    const auto draw = record.worker == 0 ? 100ms : 60ms;
+    CHECK(record.duration >= ran[record.task]);
+    CHECK(record.duration < ran[record.task] + draw / 2);
+  }
+}
+
 TEST_CASE("ATA-Empirical on threads learns an allocation as good as OFTA's",
           "[runtime][learning]") {
   // The simulator's "linear" preset, 1 model unit = 50 us: mean task times 2.9, 5.8 and

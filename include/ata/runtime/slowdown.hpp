@@ -17,19 +17,21 @@ namespace ata::runtime {
 ///
 /// @code
 /// using namespace std::chrono_literals;
-/// // After each task, sleep 2 ms + Exp(mean 2 ms); ten times slower from round 100 on.
+/// // Each task lasts 2 ms + Exp(mean 2 ms), its own run included; ten times slower from
+/// // round 100 on.
 /// auto model = ata::models::TimeModel::shifted_exponential(2.0, 2.0);
 /// auto slow = ata::runtime::Slowdown::sleep(model, 1ms).change_at(100, model.scaled(10.0));
 /// auto heavy = ata::runtime::Slowdown::repeat(3);  // runs each task three times
 /// @endcode
 ///
 /// - none: the task runs as it is.
-/// - sleep: after the task, the worker sleeps a delay drawn from the model (in model units of
-///   `unit` each). Costs no CPU, so many such workers share few cores faithfully. A timed
-///   wait wakes tens of microseconds late; each worker learns how late its own waits wake
-///   (a running mean) and wakes that much early, at most half a delay, so that delays average
-///   their draws: one may end a little early or late, by the spread of the wake-ups.
-/// - burn: as sleep, but the worker spins on the clock instead, keeping a core busy.
+/// - sleep: the task lasts a delay drawn from the model (in model units of `unit` each), as in
+///   the simulator: after the task runs, the worker sleeps what is left of the delay (nothing
+///   if the run took longer). Costs no CPU, so many such workers share few cores faithfully. A
+///   timed wait wakes tens of microseconds late; each worker learns how late its own waits wake (a
+///   running mean) and wakes that much early, at most half a delay, so that delays average their
+///   draws: one may end a little early or late, by the spread of the wake-ups.
+/// - burn: as sleep, but the worker spins on the clock for what is left, keeping a core busy.
 /// - repeat: the task runs `times` times in a row and the last result counts: real extra
 ///   work, slowed by whatever slows the task itself.
 /// A delay ends early when the task's stop is requested (a discarded task stops costing).
@@ -49,11 +51,11 @@ class Slowdown {
   /// No slowdown.
   Slowdown() = default;
   [[nodiscard]] static Slowdown none() noexcept { return {}; }
-  /// Sleeps model.sample() * unit after each task. Throws ata::InvalidArgument for unit <= 0
-  /// and for a mean delay model.mean() * unit above kMaxDelay.
+  /// Each task lasts model.sample() * unit: it sleeps what its run left of it. Throws
+  /// ata::InvalidArgument for unit <= 0 and for a mean delay model.mean() * unit above kMaxDelay.
   [[nodiscard]] static Slowdown sleep(models::TimeModel model,
                                       std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
-  /// Spins for model.sample() * unit after each task. Throws ata::InvalidArgument as sleep().
+  /// As sleep(), spinning instead of sleeping. Throws ata::InvalidArgument as sleep().
   [[nodiscard]] static Slowdown burn(models::TimeModel model,
                                      std::chrono::nanoseconds unit = std::chrono::milliseconds(1));
   /// Runs each task `times` times; throws ata::InvalidArgument for times = 0.
