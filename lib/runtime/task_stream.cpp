@@ -408,7 +408,11 @@ void StreamState::run(Lane& lane) noexcept {
     const StreamContext ctx(slot.task, worker, slot.stop.get_token(), slot.version);
     take_stale_stops(slot.stopping);
     lock.unlock();
-    request_stops(slot.stopping);
+    // A lane with drawn delays requests them within its task, whose draw covers them (the
+    // lane would sleep that time anyway): a stop costs the stream nothing, as in the
+    // simulator. Any other lane before its task starts, out of the task's measured time.
+    const bool within_task = lane.slowdown().draws_delays();
+    if (!within_task) request_stops(slot.stopping);
 
     // Slowdown::change_at() counts rounds from 1: a stream's round is its version + 1.
     const std::size_t round = static_cast<std::size_t>(
@@ -416,7 +420,12 @@ void StreamState::run(Lane& lane) noexcept {
     std::exception_ptr error;
     const TaskClock::Ticks started = clock_.now();
     try {
-      lane.run_slowed_with([&] { body_.execute(ctx); }, ctx.stop_token(), round);
+      lane.run_slowed_with(
+          [&] {
+            if (within_task) request_stops(slot.stopping);
+            body_.execute(ctx);
+          },
+          ctx.stop_token(), round);
     } catch (...) {
       error = std::current_exception();
     }

@@ -178,6 +178,51 @@ TEST_CASE("a stale stop is requested outside the stream's lock: other lanes deli
   CHECK(others_delivered);
 }
 
+TEST_CASE("a slowed lane requests stale stops within its task's draw", "[runtime][stream]") {
+  // Worker 1's tasks each last a draw of 200 ms; worker 0's one task waits for its stop, stale
+  // at worker 1's first advance, and its stop callback takes 100 ms of the thread that requests
+  // it: worker 1's, within its second task. That task still ends about a draw after the first
+  // ended, not a draw plus the callback (requested before the task, or by the delivery): the
+  // bound sits halfway.
+  rt::PoolOptions options(2);
+  options.set_slowdown(1, rt::Slowdown::sleep(ata::models::TimeModel::constant(200.0), 1ms));
+  rt::WorkerPool pool(options);
+  rt::TaskStream stream(pool);
+  std::atomic<bool> registered = false;
+  std::atomic<std::int64_t> callback_ns = 0;
+  std::vector<std::chrono::nanoseconds> slow_ends;
+  const auto report = stream.run(
+      [&](const rt::StreamContext& ctx) {
+        if (ctx.worker() == 1) {
+          while (!registered.load()) std::this_thread::sleep_for(100us);
+          return;
+        }
+        std::stop_callback hold(ctx.stop_token(), [&] {
+          const auto start = std::chrono::steady_clock::now();
+          std::this_thread::sleep_for(100ms);
+          callback_ns = (std::chrono::steady_clock::now() - start).count();
+        });
+        registered = true;
+        std::mutex wait_mutex;
+        std::unique_lock wait_lock(wait_mutex);
+        std::condition_variable_any().wait(wait_lock, ctx.stop_token(), [] { return false; });
+      },
+      [&](rt::StreamDelivery<void>& d) {
+        if (d.worker() == 0) return rt::StreamVerdict::reject;
+        slow_ends.push_back(d.started() + d.duration());
+        if (slow_ends.size() == 2) d.end_stream();
+        d.advance();
+        return rt::StreamVerdict::accept;
+      },
+      rt::StreamOptions{}.set_stale_bound(1).set_deadline(60s));
+  CHECK(report.stale_stops == 1);
+  REQUIRE(slow_ends.size() == 2);
+  const std::chrono::nanoseconds callback(callback_ns.load());
+  CAPTURE(slow_ends[0].count(), slow_ends[1].count(), callback.count());
+  REQUIRE(callback >= 100ms);
+  CHECK(slow_ends[1] - slow_ends[0] < 200ms + callback / 2);
+}
+
 TEST_CASE("streams and batches share lanes task by task", "[runtime][stream]") {
   rt::WorkerPool pool(2);
   rt::TaskStream stream(pool);
