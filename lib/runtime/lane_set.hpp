@@ -92,9 +92,10 @@ class Lane {
     stuck_at_.store(stuck_at.time_since_epoch().count(), std::memory_order_release);
   }
   void clear_task() noexcept { stuck_at_.store(kNoTask, std::memory_order_release); }
-  // Waits `delay` (a sleep slowdown's draw), or until `stop`. Only from the chunk this lane
-  // runs, as run_slowed().
-  void pause(Clock::duration delay, const std::stop_token& stop);
+  // Waits `delay` (what the task's run left of a sleep slowdown's draw), or until `stop`,
+  // ending up to `may_cut` early to make up for this lane's late wake-ups. Only from the chunk
+  // this lane runs, as run_slowed().
+  void pause(Clock::duration delay, Clock::duration may_cut, const std::stop_token& stop);
   // How long the marked task has run if the lane is stuck at `now`, else 0. Thread-safe.
   [[nodiscard]] double stuck_for(Clock::time_point now) const noexcept {
     const auto stuck_at = stuck_at_.load(std::memory_order_acquire);
@@ -119,8 +120,10 @@ class Lane {
   // Sleep delays wait on this so that a stop request ends them early.
   std::mutex pause_mutex_;
   std::condition_variable_any pause_;
-  // How late this lane's timed waits wake, a running mean (see pause()).
+  // How late this lane's timed waits wake, a running mean, and how much longer than their
+  // delays its waits have lasted so far, not yet taken off (see pause()).
   Clock::duration wake_lateness_{0};
+  Clock::duration owed_{0};
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;  // a chunk queued, a chunk done, or stopping
@@ -157,8 +160,10 @@ void Lane::run_slowed_with(Run&& run, const std::stop_token& stop, std::size_t r
       const auto delay = slowdown_.draw(round, rng_);
       const auto begun = Clock::now();
       run();
-      const auto left = delay - (Clock::now() - begun);
-      if (left > Clock::duration::zero()) pause(left, stop);
+      // No task ends before half its draw.
+      const auto ran = Clock::now() - begun;
+      const auto left = delay - ran;
+      if (left > Clock::duration::zero()) pause(left, std::max(delay / 2 - ran, left / 2), stop);
       return;
     }
     case Slowdown::Kind::burn: {

@@ -29,8 +29,9 @@ namespace ata::runtime {
 ///   the simulator: after the task runs, the worker sleeps what is left of the delay (nothing
 ///   if the run took longer). Costs no CPU, so many such workers share few cores faithfully. A
 ///   timed wait wakes tens of microseconds late; each worker learns how late its own waits wake (a
-///   running mean) and wakes that much early, at most half a delay, so that delays average their
-///   draws: one may end a little early or late, by the spread of the wake-ups.
+///   running mean) and wakes that much early, at most half a delay, and takes what a wait still
+///   overran off the next, so that delays average their draws: one may end a little early or
+///   late, by the spread of the wake-ups.
 /// - burn: as sleep, but the worker spins on the clock for what is left, keeping a core busy.
 /// - repeat: the task runs `times` times in a row and the last result counts: real extra
 ///   work, slowed by whatever slows the task itself.
