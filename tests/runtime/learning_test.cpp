@@ -170,7 +170,9 @@ TEST_CASE("a slowed task lasts its draw, its own run included, as in the simulat
   for (const auto& record : report.tasks) {
     CAPTURE(record.worker, record.duration.count(), ran[record.task].count());
     const auto draw = record.worker == 0 ? 100ms : 60ms;
-    CHECK(record.duration >= ran[record.task]);
+    // The batch times with its own clock (TaskClock), the task with steady_clock: they agree
+    // within microseconds, not to the nanosecond.
+    CHECK(record.duration > ran[record.task] - 1ms);
     CHECK(record.duration < ran[record.task] + draw / 2);
   }
 }
