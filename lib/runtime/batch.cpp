@@ -186,10 +186,7 @@ void Batch::cancel() noexcept {
   if (!results_complete()) decide(Outcome::cancelled, nullptr);
 }
 
-Batch::Outcome Batch::outcome() const noexcept {
-  std::lock_guard lock(outcome_mutex_);
-  return outcome_;
-}
+Batch::Outcome Batch::outcome() const noexcept { return outcome_.load(std::memory_order_acquire); }
 
 std::exception_ptr Batch::take_error() noexcept {
   std::lock_guard lock(outcome_mutex_);
@@ -485,8 +482,8 @@ bool Batch::results_complete() const noexcept {
 bool Batch::decide(Outcome outcome, std::exception_ptr error) noexcept {
   {
     std::lock_guard lock(outcome_mutex_);
-    if (outcome_ != Outcome::pending) return false;
-    outcome_ = outcome;
+    Outcome pending = Outcome::pending;
+    if (!outcome_.compare_exchange_strong(pending, outcome)) return false;
     error_ = std::move(error);
   }
   stop_.request_stop();
@@ -525,10 +522,8 @@ void Batch::close() noexcept {
 void Batch::complete() noexcept {
   if (completed_.exchange(true, std::memory_order_acq_rel)) return;  // detached, reached again
   if (tracked_) release();
-  std::unique_lock lock(outcome_mutex_);
-  if (outcome_ == Outcome::pending) outcome_ = Outcome::succeeded;
-  const bool succeeded = outcome_ == Outcome::succeeded;
-  lock.unlock();
+  Outcome pending = Outcome::pending;
+  const bool succeeded = outcome_.compare_exchange_strong(pending, Outcome::succeeded);
   // Only a batch with every result in has all its lanes' sums final (a detached one may
   // still have copies running: they lost, and add nothing).
   if (succeeded && tracked_ && timing_ == Timing::summaries) summarise_tracked();

@@ -111,9 +111,10 @@ struct Censored {
 // one thread whose update leaves exactly "closed, nobody inside" (the closer if nobody was
 // inside, else the last to leave) completes the batch. All updates are read-modify-writes of
 // state_ (acq_rel), so everything the workers did inside happens before on_complete().
-// The outcome is set once, under outcome_mutex_: the first decision wins, and completion
-// turns "still pending" into success. A worker decides while inside, so before completion;
-// cancel() and shutdown do not override a batch whose B results are already in.
+// The outcome is set once, by compare-exchange: the first decision wins (its error set under
+// outcome_mutex_), and completion turns "still pending" into success. A worker decides while
+// inside, so before completion; cancel() and shutdown do not override a batch whose B results
+// are already in.
 class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
  public:
   enum class Outcome : std::uint8_t {
@@ -444,8 +445,8 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   std::atomic<std::size_t> restarts_{0};  // fungible: samples restarted
 
   mutable std::mutex outcome_mutex_;
-  Outcome outcome_ = Outcome::pending;  // guarded by outcome_mutex_
-  std::exception_ptr error_;            // guarded by outcome_mutex_
+  std::atomic<Outcome> outcome_{Outcome::pending};  // decided under outcome_mutex_
+  std::exception_ptr error_;                        // guarded by outcome_mutex_
 };
 
 // The state of a tracked batch: which copy of which task runs where. Guarded by `mutex`

@@ -126,10 +126,7 @@ void BatchOperation::start_blocking() {
   }
   blocking_ = true;
   scheduler_.engine_->admission.enter();
-  {
-    std::lock_guard lock(mutex_);
-    stage_ = Stage::admitted;
-  }
+  stage_ = Stage::admitted;  // without the mutex: nothing else can reach the operation yet
   try {
     arm_deadline();
   } catch (...) {
@@ -409,6 +406,7 @@ void BatchOperation::arm_deadline() {
 }
 
 void BatchOperation::disarm_deadline() noexcept {
+  if (options_.deadline <= std::chrono::nanoseconds{0}) return;  // none armed
   std::unique_lock lock(mutex_);
   const std::optional<std::uint64_t> id = std::exchange(deadline_, std::nullopt);
   lock.unlock();
