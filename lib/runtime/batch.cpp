@@ -15,7 +15,7 @@
 namespace ata::runtime::detail {
 
 Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
-             bool task_records, std::optional<Recovery> recovery)
+             bool task_records, std::optional<Recovery> recovery, std::stop_source stop)
     : mode_(plan.dispatch()),
       fungible_(!plan.racers().empty() && plan.race_kind() == RaceKind::fungible),
       // Chunk timing is for allocated mode, untracked. A tracked batch times every copy (a backup
@@ -34,7 +34,8 @@ Batch::Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t rou
       round_(round),
       allocation_(plan.quotas()),
       body_(body),
-      logs_(plan.workers()) {
+      logs_(plan.workers()),
+      stop_(stop.stop_possible() ? std::move(stop) : std::stop_source()) {
   const std::size_t workers = plan.workers();
   // Accepted by default: every task of a complete share is kept.
   if (keep_records_) records_.resize(batch);

@@ -135,9 +135,11 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // must stay alive until on_complete() has been called. Timing::chunk_means applies to
   // allocated mode; the other modes then time every task and summarise. `task_records` false:
   // an allocated or tracked batch that needs no per-task records itself (not Timing::samples)
-  // keeps none, and its report lists no tasks.
+  // keeps none, and its report lists no tasks. `stop`: an earlier batch's stop source, never
+  // requested (take_stop()), for this one; without a state, a new one is made.
   Batch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round, TaskBody& body,
-        bool task_records = true, std::optional<Recovery> recovery = std::nullopt);
+        bool task_records = true, std::optional<Recovery> recovery = std::nullopt,
+        std::stop_source stop = std::stop_source(std::nostopstate));
 
   // Queues the batch on `pool`, all of its chunks or none, allocating nothing. Call once, on a
   // Batch owned by a std::shared_ptr; the pool holds references while chunks are queued or
@@ -177,6 +179,12 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   // A fungible race's are its copies still running at the B-th result, each censored at that
   // moment (as the simulator stops them).
   [[nodiscard]] const std::vector<Censored>& censored() const noexcept;
+  // After completion, once no worker will enter it again nor is inside: its stop source for
+  // the next batch if it was never requested (else one without a state). A task that kept its
+  // token past its batch would see the next batch's stop: none should.
+  [[nodiscard]] std::stop_source take_stop() noexcept {
+    return stop_.stop_requested() ? std::stop_source(std::nostopstate) : std::move(stop_);
+  }
 
   // Late binding (runtime/pacer.hpp): a pull batch that is never queued on the lanes; the
   // pacer hands out its tasks one at a time, under the pacer's own mutex for the first two.

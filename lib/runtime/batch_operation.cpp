@@ -29,8 +29,8 @@ class OperationBatch final : public Batch {
  public:
   OperationBatch(const Plan& plan, Timing timing, std::size_t batch, std::size_t round,
                  TaskBody& body, bool task_records, std::shared_ptr<BatchOperation> owner,
-                 std::optional<Recovery> recovery)
-      : Batch(plan, timing, batch, round, body, task_records, std::move(recovery)),
+                 std::optional<Recovery> recovery, std::stop_source stop)
+      : Batch(plan, timing, batch, round, body, task_records, std::move(recovery), std::move(stop)),
         owner_(std::move(owner)) {}
 
  private:
@@ -308,9 +308,9 @@ void BatchOperation::submit_now() {
   }
   std::shared_ptr<Batch> job;
   try {
-    job = std::make_shared<OperationBatch>(plan, timing, batch_, round_, body_,
-                                           options.task_records() || observe_every_task_,
-                                           shared_from_this(), std::move(recovery));
+    job = std::make_shared<OperationBatch>(
+        plan, timing, batch_, round_, body_, options.task_records() || observe_every_task_,
+        shared_from_this(), std::move(recovery), std::move(kept_.stop));
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(batch_, "task records");
   }
@@ -457,6 +457,8 @@ BatchStatus BatchOperation::finish(RoundReport& report, std::vector<std::size_t>
       report.learning_error = std::current_exception();
     }
     if (observer_ != nullptr) observer_->on_learned(round_, policy.all_stats());
+    // A batch that owns its task may have late copies inside, still reading its stop source.
+    if (!owner_) kept_.stop = completed_->take_stop();
     auto& kept = scheduler_.engine_->kept;  // for the next batches (submit_now())
     if (kept.size() < kept.capacity()) kept.push_back(std::move(kept_));
   }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <utility>
 #include <vector>
 
@@ -50,10 +51,12 @@ class CallerWaiter {
 };
 
 /// What an operation keeps for the next batches of its scheduler (SchedulerEngine::kept),
-/// each a few allocations per batch otherwise: its plan, and a blocking caller's lane.
+/// each a few allocations per batch otherwise: its plan, a blocking caller's lane, and its
+/// batch's stop source if it was never requested (Batch::take_stop()).
 struct KeptStorage {
   Plan plan;
   std::unique_ptr<Lane> caller_lane;
+  std::stop_source stop{std::nostopstate};
 };
 
 /// How a batch ended.
