@@ -127,22 +127,23 @@ void Plan::reset(std::size_t workers) {
 }
 
 void Plan::check(std::size_t batch, std::size_t workers, std::string_view policy) const {
-  const std::string who = "policy '" + std::string(policy) + "'";
+  // Named only for an error: a scheduler checks every plan.
+  const auto who = [policy] { return "policy '" + std::string(policy) + "'"; };
   if (this->workers() != workers) {
-    throw Error(who + " planned for " + std::to_string(this->workers()) +
+    throw Error(who() + " planned for " + std::to_string(this->workers()) +
                 " workers, but there are " + std::to_string(workers));
   }
   // Summed here rather than taken from total(), which a huge count could wrap around.
   std::size_t sum = 0;
   for (const std::size_t tasks : quotas_) {
     if (tasks > batch - sum) {
-      throw Error(who + " gave quotas of more than " + std::to_string(batch) +
+      throw Error(who() + " gave quotas of more than " + std::to_string(batch) +
                   " tasks for a batch of B = " + std::to_string(batch));
     }
     sum += tasks;
   }
   if (sum < batch && racers_.empty()) {
-    throw Error(who + " gave quotas of " + std::to_string(sum) + " tasks for a batch of B = " +
+    throw Error(who() + " gave quotas of " + std::to_string(sum) + " tasks for a batch of B = " +
                 std::to_string(batch) + " and no racer to run the rest; quotas must sum to B");
   }
 }
