@@ -543,7 +543,8 @@ void Batch::collect(RoundReport& report, std::vector<std::size_t>& slot_order) {
     report.tasks = std::move(records_);
     for (std::size_t i = 0; i < workers; ++i) report.busy[i] = logs_[i].busy;
     if (mode_ == Dispatch::allocated) {
-      report.allocation = allocation_;
+      // Untracked, every chunk ran: nothing reads the quotas again.
+      report.allocation = tracked_ ? allocation_ : std::move(allocation_);
     } else {
       std::vector<std::size_t> accepted(workers, 0);
       for (std::size_t i = 0; i < workers; ++i) {

@@ -416,7 +416,7 @@ class Batch : public Chunk, public std::enable_shared_from_this<Batch> {
   const std::chrono::steady_clock::time_point origin_;
   const std::size_t batch_;
   const std::size_t round_;
-  const Allocation allocation_;
+  Allocation allocation_;  // collect() moves it out of an untracked allocated batch
   // Allocated mode: the report's records by task index, each written by the task's worker, so
   // that collecting them is a move rather than a pass over B entries on the caller.
   std::vector<TaskRecord> records_;
