@@ -40,7 +40,9 @@ class TaskContext {
   [[nodiscard]] std::size_t task() const noexcept { return task_; }
   /// Index of the worker running it, 0..n-1, stable for the pool's lifetime.
   [[nodiscard]] std::size_t worker() const noexcept { return worker_; }
-  /// The batch's stop token, e.g. for std::condition_variable_any::wait.
+  /// The batch's stop token, e.g. for std::condition_variable_any::wait. For the task's run
+  /// only: a later batch of the same scheduler may reuse its stop state (a batch's state is
+  /// passed on if no stop was requested), so a token kept past its batch may see that one's.
   [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
   /// Whether the task's result is no longer wanted.
   [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
