@@ -140,8 +140,9 @@ class StreamEvent {
   [[nodiscard]] bool ending() const noexcept;
 
   /// Raises the stream's version by `steps`. With a stale bound R, every running task whose
-  /// delay reaches R gets a stop request now. Tasks started after the call start from the new
-  /// version.
+  /// delay reaches R is stopped now: it is delivered as stopped, whatever it returns. Its stop
+  /// token is triggered once the consumer has returned, outside the stream's lock (a request
+  /// may wake a sleeping thread). Tasks started after the call start from the new version.
   void advance(std::uint64_t steps = 1) noexcept;
   /// Whether the stream keeps worker `worker` busy: a worker kept busy starts a new task as
   /// soon as its previous one is delivered (the delivered one's worker right after this call,
