@@ -62,18 +62,18 @@ TightTimerSlack::~TightTimerSlack() {
 Lane::Lane(std::size_t index, Slowdown slowdown, std::uint64_t run_seed)
     : index_(index), slowdown_(std::move(slowdown)), rng_(run_seed, index) {}
 
-void Lane::pause(Clock::duration delay, Clock::duration may_cut, const std::stop_token& stop) {
+void Lane::pause(Clock::duration delay, const std::stop_token& stop) {
   // A timed wait wakes late, by 17 to 90 us on this project's 2-vCPU machines whatever the
   // timer slack: a fifth of a 100 us delay, which no real worker adds to its task. The lane
   // learns how late its waits wake (a running mean) and wakes that much before the end; and
   // what a wait still overran (or fell short) is taken off the next one, so that the lane's
   // time tracks the sum of its draws even where the lateness has a long tail (51 lanes on 2
   // cores: waits late by more than a delay, which the mean counts as one). Each delay may end
-  // early or late by the lateness's spread. At most `may_cut` is taken off, and at most one
-  // delay is carried, so that one wait a busy machine delays by milliseconds does not make the
-  // next dozen wake early.
+  // early or late by the lateness's spread. At most half a delay is taken off, so none ends
+  // before its half, and at most one delay is carried, so that one wait a busy machine delays
+  // by milliseconds does not make the next dozen wake early.
   const auto start = Clock::now();
-  const auto wake = start + delay - std::clamp(wake_lateness_ + owed_, -delay, may_cut);
+  const auto wake = start + delay - std::clamp(wake_lateness_ + owed_, -delay, delay / 2);
   {
     std::unique_lock lock(pause_mutex_);
     pause_.wait_until(lock, stop, wake, [] { return false; });

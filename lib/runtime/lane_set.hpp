@@ -93,9 +93,9 @@ class Lane {
   }
   void clear_task() noexcept { stuck_at_.store(kNoTask, std::memory_order_release); }
   // Waits `delay` (what the task's run left of a sleep slowdown's draw), or until `stop`,
-  // ending up to `may_cut` early to make up for this lane's late wake-ups. Only from the chunk
-  // this lane runs, as run_slowed().
-  void pause(Clock::duration delay, Clock::duration may_cut, const std::stop_token& stop);
+  // ending up to half of it early to make up for this lane's late wake-ups. Only from the
+  // chunk this lane runs, as run_slowed().
+  void pause(Clock::duration delay, const std::stop_token& stop);
   // How long the marked task has run if the lane is stuck at `now`, else 0. Thread-safe.
   [[nodiscard]] double stuck_for(Clock::time_point now) const noexcept {
     const auto stuck_at = stuck_at_.load(std::memory_order_acquire);
@@ -160,10 +160,8 @@ void Lane::run_slowed_with(Run&& run, const std::stop_token& stop, std::size_t r
       const auto delay = slowdown_.draw(round, rng_);
       const auto begun = Clock::now();
       run();
-      // No task ends before half its draw.
-      const auto ran = Clock::now() - begun;
-      const auto left = delay - ran;
-      if (left > Clock::duration::zero()) pause(left, std::max(delay / 2 - ran, left / 2), stop);
+      const auto left = delay - (Clock::now() - begun);
+      if (left > Clock::duration::zero()) pause(left, stop);
       return;
     }
     case Slowdown::Kind::burn: {
