@@ -554,9 +554,7 @@ void BlockingOperation::summon_caller() noexcept {
 }
 
 void BlockingOperation::on_finished() noexcept {
-  // On the caller's own thread (its part completed the batch), nobody sleeps to be woken.
-  std::unique_lock lock(mutex_, std::defer_lock);
-  if (std::this_thread::get_id() != caller_) lock.lock();
+  std::lock_guard lock(mutex_);
   done_.store(true, std::memory_order_release);
   finished_.notify_all();
 }

@@ -13,7 +13,6 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -216,9 +215,7 @@ class BlockingOperation final : public BatchOperation, public CallerWaiter {
 
   // The waiter polls done_ (and summoned_, and the timer), then sleeps on finished_;
   // on_finished(), summon_caller() and wake_at() notify under mutex_, so the wake-up cannot
-  // slip between check and sleep (but on_finished() on the waiter's own thread: it is not
-  // waiting).
-  const std::thread::id caller_ = std::this_thread::get_id();  // made by run()'s caller
+  // slip between check and sleep.
   std::atomic<bool> done_{false};
   std::atomic<bool> summoned_{false};
   std::atomic<Clock::rep> timer_at_{kNoTimer};  // wake_at()'s moment, since the clock's epoch
