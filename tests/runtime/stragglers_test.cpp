@@ -226,26 +226,33 @@ TEST_CASE("a chunk sized by a mean that no longer holds gives its unstarted task
           "[runtime][stragglers]") {
   constexpr std::size_t kWorkers = 2;
   constexpr std::size_t kBatch = 2048;
-  rt::WorkerPool pool(kWorkers);
-  const auto policy = ata::make_policy("ata-e", kWorkers);      // it learns each worker's mean
-  rt::BatchScheduler scheduler(pool, *policy, with_backups());  // take-overs on
-  bool slow = false;
-  const auto task = [&](const rt::TaskContext& ctx) {
-    // Worker 0's tasks turn 1 ms long, ten thousand times its learned mean.
-    if (slow && ctx.worker() == 0) nap(ctx, 1ms);
-    return ctx.task();
-  };
-  run_checked(scheduler, kBatch, task, 5);
-  slow = true;
-  auto [values, report] = scheduler.run(kBatch, task);
-  check_exactly_once(values, report, kBatch);
   // Worker 0's first chunk, sized to 20 us by its mean of tens of nanoseconds, holds hundreds
   // of its tasks (hundreds of milliseconds of sleeps) unless it hands them back once it has
-  // run 80 us; then worker 1 takes them over, however late it comes back.
-  const auto on_0 =
-      std::count_if(report.tasks.begin(), report.tasks.end(),
-                    [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; });
-  CHECK(on_0 < 128);
+  // run 80 us; then worker 1 takes them over, however late it comes back. On a busy machine
+  // worker 1 may lose its core for as long as worker 0 runs a hundred of them (151 seen beside
+  // two yes, 1 run in 10): up to three fresh runs. Without the hand-back every run fails.
+  bool handed_back = false;
+  for (int run = 0; run < 3 && !handed_back; ++run) {
+    rt::WorkerPool pool(kWorkers);
+    const auto policy = ata::make_policy("ata-e", kWorkers);      // it learns each worker's mean
+    rt::BatchScheduler scheduler(pool, *policy, with_backups());  // take-overs on
+    bool slow = false;
+    const auto task = [&](const rt::TaskContext& ctx) {
+      // Worker 0's tasks turn 1 ms long, ten thousand times its learned mean.
+      if (slow && ctx.worker() == 0) nap(ctx, 1ms);
+      return ctx.task();
+    };
+    run_checked(scheduler, kBatch, task, 5);
+    slow = true;
+    auto [values, report] = scheduler.run(kBatch, task);
+    check_exactly_once(values, report, kBatch);
+    const auto on_0 =
+        std::count_if(report.tasks.begin(), report.tasks.end(),
+                      [](const rt::TaskRecord& t) { return t.accepted && t.worker == 0; });
+    UNSCOPED_INFO("run " << run << ": " << on_0 << " tasks on worker 0");
+    handed_back = on_0 < 128;
+  }
+  CHECK(handed_back);
 }
 
 TEST_CASE("backups work the same on posted lanes", "[runtime][stragglers]") {
