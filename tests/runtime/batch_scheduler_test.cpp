@@ -179,8 +179,10 @@ TEST_CASE("the policy observes exactly the durations of the accepted tasks",
     CHECK(policy.stats(i).count() == report.allocation[i]);
     CHECK(policy.stats(i).sum() == Approx(std::chrono::duration<double>(report.busy[i]).count()));
   }
-  // Worker 1 sleeps 1 ms per task (3 tasks); worker 0 runs empty tasks.
-  CHECK(report.busy[1] >= 3ms);
+  // Worker 1's 3 tasks each last a draw of 1 ms (worker 0's are empty). A sleeping lane wakes
+  // early by what its waits overran before, so the three may sum to a little less than 3 ms,
+  // but none is cut by more than half.
+  CHECK(report.busy[1] >= 1500us);
   CHECK(report.busy[0] < report.busy[1]);
   CHECK(report.critical_path() == report.busy[1]);
   CHECK(report.wall >= report.critical_path());
